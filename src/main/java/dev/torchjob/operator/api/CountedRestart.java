@@ -1,0 +1,21 @@
+package dev.torchjob.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+/** A restart already added to backoffCount; kept until the replacement pod is seen. */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@RegisterForReflection
+public class CountedRestart {
+    public String pod;
+    public String uid;
+
+    public CountedRestart() {
+    }
+
+    public CountedRestart(String pod, String uid) {
+        this.pod = pod;
+        this.uid = uid;
+    }
+}

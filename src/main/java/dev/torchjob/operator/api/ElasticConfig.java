@@ -1,0 +1,49 @@
+package dev.torchjob.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Min;
+import io.fabric8.generator.annotation.ValidationRule;
+import io.fabric8.kubernetes.model.annotation.SpecReplicas;
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@ValidationRule(value = "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+        message = "elastic.minReplicas must not exceed elastic.maxReplicas")
+@ValidationRule(value = "!has(self.expectedReplicas) || ((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas) && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))",
+        message = "elastic.expectedReplicas must be between elastic.minReplicas and elastic.maxReplicas")
+@ValidationRule(value = "!((has(self.enabled) && self.enabled) || (has(self.enable) && self.enable)) || (has(self.minReplicas) && has(self.maxReplicas))",
+        message = "elastic training needs elastic.minReplicas and elastic.maxReplicas")
+@RegisterForReflection
+public class ElasticConfig {
+
+    @Default("false")
+    @JsonPropertyDescription("Run between minReplicas and maxReplicas pods; requires torchrunConfig.enabled and one replica group.")
+    public Boolean enabled = false;
+
+    @JsonPropertyDescription("Legacy spelling of enabled.")
+    public Boolean enable;
+
+    @Min(1)
+    @ValidationRule(value = "self == oldSelf", message = "elastic.minReplicas is immutable")
+    @JsonPropertyDescription("Fewest replicas; immutable.")
+    public Integer minReplicas;
+
+    @Min(1)
+    @ValidationRule(value = "self == oldSelf", message = "elastic.maxReplicas is immutable")
+    @JsonPropertyDescription("Most replicas; immutable.")
+    public Integer maxReplicas;
+
+    @Min(1)
+    @SpecReplicas
+    @JsonPropertyDescription("Replicas wanted now (default minReplicas); change it, or use kubectl scale, to scale the job.")
+    public Integer expectedReplicas;
+
+    @JsonIgnore
+    public boolean isOn() {
+        return Boolean.TRUE.equals(enabled) || Boolean.TRUE.equals(enable);
+    }
+}

@@ -1,0 +1,40 @@
+package dev.torchjob.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@RegisterForReflection
+public class JobCondition {
+    public static final String INITIALIZED = "Initialized";
+    public static final String RUNNING = "Running";
+    public static final String REPLICA_FAILURE = "ReplicaFailure";
+    public static final String COMPLETED = "Completed";
+    public static final String FAILED = "Failed";
+    public static final String PAUSED = "Paused";
+
+    @JsonPropertyDescription("Initialized, Running, ReplicaFailure, Completed, Failed or Paused.")
+    public String type;
+    @JsonPropertyDescription("True, False or Unknown.")
+    public String status;
+    public String reason;
+    public String message;
+    @JsonPropertyDescription("When status last changed.")
+    public String lastTransitionTime;
+
+    public JobCondition() {
+    }
+
+    public JobCondition(String type, boolean status, String reason, String message) {
+        this.type = type;
+        this.status = status ? "True" : "False";
+        this.reason = reason;
+        this.message = message;
+    }
+
+    public boolean isTrue() {
+        return "True".equals(status);
+    }
+}

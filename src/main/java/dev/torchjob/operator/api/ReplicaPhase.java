@@ -1,0 +1,16 @@
+package dev.torchjob.operator.api;
+
+/** Pod phases plus Creating (asked for, not seen yet) and Deleted (gone). */
+public enum ReplicaPhase {
+    Creating,
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+    Deleted;
+
+    public boolean isFinished() {
+        return this == Succeeded || this == Failed;
+    }
+}

@@ -1,0 +1,44 @@
+package dev.torchjob.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+
+import io.fabric8.crd.generator.annotation.PreserveUnknownFields;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Min;
+import io.fabric8.generator.annotation.Pattern;
+import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+/** One group of identical replicas, such as master or worker. */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@RegisterForReflection
+public class ReplicaSpec {
+
+    @Required
+    @Size(max = 40)
+    @Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    @JsonPropertyDescription("Role of the replicas, a lowercase DNS label such as master, worker, node or ps. Names the pods <job>-<type>-<index>.")
+    public String type;
+
+    @Default("1")
+    @Min(1)
+    @JsonPropertyDescription("Number of replicas (pods) in this group.")
+    public Integer replicas = 1;
+
+    @Default("OnFailure")
+    @JsonPropertyDescription("When a failed replica is restarted: Never, OnFailure, Always or ExitCode (only exit codes 130, 137, 138, 143, evictions and lost pods).")
+    public RestartPolicy restartPolicy = RestartPolicy.OnFailure;
+
+    @JsonPropertyDescription("Accepted for T9k compatibility; not used.")
+    public Integer scalingWeight;
+
+    @Required
+    @PreserveUnknownFields
+    @SchemaFrom(type = OpenObject.class)
+    @JsonPropertyDescription("Pod template of the replicas. The training container is the one named python, else pytorch, else the first one. Its schema is kept open; the operator checks what it relies on.")
+    public PodTemplateSpec template;
+}
