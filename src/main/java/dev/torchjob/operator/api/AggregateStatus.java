@@ -1,8 +1,11 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /** Number of replicas in each phase. */
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class AggregateStatus {
     public int creating;

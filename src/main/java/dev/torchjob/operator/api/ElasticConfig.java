@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
@@ -17,6 +19,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         message = "elastic.expectedReplicas must be between elastic.minReplicas and elastic.maxReplicas")
 @ValidationRule(value = "!((has(self.enabled) && self.enabled) || (has(self.enable) && self.enable)) || (has(self.minReplicas) && has(self.maxReplicas))",
         message = "elastic training needs elastic.minReplicas and elastic.maxReplicas")
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class ElasticConfig {
 

@@ -1,9 +1,13 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.fabric8.kubernetes.model.annotation.StatusReplicas;
 import io.quarkus.runtime.annotations.RegisterForReflection;
+
+@JsonIgnoreProperties(ignoreUnknown = true)
 
 @RegisterForReflection
 public class ElasticStatus {

@@ -1,11 +1,15 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class JobCondition {
     public static final String INITIALIZED = "Initialized";
@@ -34,6 +38,7 @@ public class JobCondition {
         this.message = message;
     }
 
+    @JsonIgnore
     public boolean isTrue() {
         return "True".equals(status);
     }

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +23,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         message = "elastic training needs exactly one entry in replicaSpecs")
 @ValidationRule(value = "(has(self.runMode) && has(self.runMode.debug)) ? (has(oldSelf.runMode) && has(oldSelf.runMode.debug) && self.runMode.debug == oldSelf.runMode.debug) : !(has(oldSelf.runMode) && has(oldSelf.runMode.debug))",
         message = "runMode.debug is fixed at creation: delete and recreate the job to change it")
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class PyTorchTrainingJobSpec {
 

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -10,6 +12,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /** State of one replica: its pod, or the absence of one. */
 @JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class ReplicaStatus {
     @JsonPropertyDescription("Pod name.")
@@ -21,6 +24,7 @@ public class ReplicaStatus {
     public List<ContainerStatus> containers = new ArrayList<>();
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class ContainerStatus {
         public String name;

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import java.util.List;
 
 import com.fasterxml.jackson.annotation.JsonIgnore;
@@ -12,6 +14,7 @@ import io.fabric8.generator.annotation.ValidationRule;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class RunMode {
 
@@ -22,6 +25,7 @@ public class RunMode {
     public Pause pause;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class Debug {
         @Default("false")
@@ -41,6 +45,7 @@ public class RunMode {
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class DebugReplicaSpec {
         @Required
@@ -56,6 +61,7 @@ public class RunMode {
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class Pause {
         @Default("false")
@@ -76,6 +82,7 @@ public class RunMode {
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class ResumeReplicaSpec {
         @Required

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
@@ -9,6 +11,7 @@ import io.fabric8.generator.annotation.Min;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class SchedulerPolicy {
 
@@ -16,6 +19,7 @@ public class SchedulerPolicy {
     public T9kScheduler t9kScheduler;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class T9kScheduler {
         @JsonPropertyDescription("Queue the pods wait in.")

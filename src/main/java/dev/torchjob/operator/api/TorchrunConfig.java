@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -13,6 +15,7 @@ import io.fabric8.generator.annotation.Pattern;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class TorchrunConfig {
 

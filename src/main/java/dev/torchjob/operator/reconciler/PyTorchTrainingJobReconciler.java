@@ -1,15 +1,80 @@
 package dev.torchjob.operator.reconciler;
 
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+
+import jakarta.inject.Inject;
+
+import org.jboss.logging.Logger;
+
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.planning.JobLabels;
+import dev.torchjob.operator.planning.Plan;
+import dev.torchjob.operator.planning.Planner;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
+import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
 import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
 import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.source.EventSource;
+import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 
-@ControllerConfiguration(name = "pytorchtrainingjob")
+/**
+ * The thin shell: observe the job and its pods from the informer caches, ask the planner
+ * what to do, and let the executor do it. No decisions are made here.
+ */
+@ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME)
 public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJob> {
+    public static final String NAME = "pytorchtrainingjob";
+    private static final Logger LOG = Logger.getLogger(PyTorchTrainingJobReconciler.class);
+
+    @Inject
+    PlanExecutor executor;
+
+    @Inject
+    Clock clock;
+
+    @Override
+    public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
+        return List.of(ownedBy(Pod.class, context), ownedBy(Service.class, context));
+    }
+
+    /** An informer for one kind of owned object, limited to the operator's label, mapped back by owner-name. */
+    private static <R extends HasMetadata> InformerEventSource<R, PyTorchTrainingJob> ownedBy(
+            Class<R> kind, EventSourceContext<PyTorchTrainingJob> context) {
+        var configuration = InformerEventSourceConfiguration.from(kind, PyTorchTrainingJob.class)
+                .withName(kind.getSimpleName().toLowerCase())
+                .withLabelSelector(JobLabels.OPERATOR_SELECTOR)
+                .withNamespacesInheritedFromController()
+                .withSecondaryToPrimaryMapper((R owned) -> {
+                    String job = owned.getMetadata().getLabels() == null ? null
+                            : owned.getMetadata().getLabels().get(JobLabels.OWNER_NAME);
+                    return job == null ? Set.of() : Set.of(new ResourceID(job, owned.getMetadata().getNamespace()));
+                })
+                .build();
+        return new InformerEventSource<>(configuration, context);
+    }
+
     @Override
     public UpdateControl<PyTorchTrainingJob> reconcile(PyTorchTrainingJob job, Context<PyTorchTrainingJob> context) {
-        return UpdateControl.noUpdate();
+        var pods = context.getSecondaryResources(Pod.class);
+        boolean serviceExists = context.getSecondaryResources(Service.class).stream()
+                .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
+        Plan plan = Planner.plan(job, pods, serviceExists, clock.instant());
+        LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
+                job.getMetadata().getName(), plan.status().phase, plan.podsToCreate().size(), plan.podsToDelete().size(),
+                plan.statusChanged());
+        executor.apply(job, plan, context);
+        UpdateControl<PyTorchTrainingJob> control = UpdateControl.noUpdate();
+        plan.recheckAfter().map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d)
+                .ifPresent(control::rescheduleAfter);
+        return control;
     }
 }

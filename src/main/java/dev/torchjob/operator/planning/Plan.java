@@ -1,0 +1,45 @@
+package dev.torchjob.operator.planning;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+
+/**
+ * What one pass of reconciliation should do. The executor writes {@code status} first (when it
+ * changed), then deletes, then creates, then records events.
+ */
+public record Plan(
+        PyTorchTrainingJobStatus status,
+        boolean statusChanged,
+        Optional<Service> serviceToCreate,
+        List<Pod> podsToCreate,
+        List<PodDeletion> podsToDelete,
+        List<JobEvent> events,
+        Optional<Duration> recheckAfter) {
+
+    public enum DeletionReason {
+        RESTART, CLEAN_UP, DEADLINE
+    }
+
+    /** resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name. */
+    public record PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason) {
+    }
+
+    public record JobEvent(Type type, String reason, String message) {
+        public enum Type {
+            Normal, Warning
+        }
+
+        public static JobEvent normal(String reason, String message) {
+            return new JobEvent(Type.Normal, reason, message);
+        }
+
+        public static JobEvent warning(String reason, String message) {
+            return new JobEvent(Type.Warning, reason, message);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+package dev.torchjob.operator.planning;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
+import dev.torchjob.operator.api.TorchrunConfig;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.fabric8.kubernetes.api.model.PodTemplateSpecBuilder;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+
+/** Builds the pods and the headless Service of a job from its spec (spec §4). Pure. */
+public final class PodTemplates {
+    public static final int DEFAULT_MASTER_PORT = 23456;
+    public static final String MASTER_PORT_NAME = "pytorchjob-port";
+    static final List<String> TRAINING_CONTAINER_NAMES = List.of("python", "pytorch");
+
+    private PodTemplates() {
+    }
+
+    /** The container the operator changes: named python, else pytorch, else the first. */
+    public static Container trainingContainer(List<Container> containers) {
+        for (String name : TRAINING_CONTAINER_NAMES) {
+            for (Container container : containers) {
+                if (name.equals(container.getName())) {
+                    return container;
+                }
+            }
+        }
+        return containers.get(0);
+    }
+
+    /** 23456, or the containerPort named pytorchjob-port on the master's training container. */
+    public static int masterPort(JobTopology topology) {
+        PodTemplateSpec template = topology.master().group().template;
+        Container training = trainingContainer(template.getSpec().getContainers());
+        if (training.getPorts() != null) {
+            for (ContainerPort port : training.getPorts()) {
+                if (MASTER_PORT_NAME.equals(port.getName()) && port.getContainerPort() != null) {
+                    return port.getContainerPort();
+                }
+            }
+        }
+        return DEFAULT_MASTER_PORT;
+    }
+
+    public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot) {
+        // The builder copies the template deeply, so the job's spec is never mutated.
+        PodTemplateSpec template = new PodTemplateSpecBuilder(slot.group().template).build();
+        ObjectMeta templateMeta = template.getMetadata() == null ? new ObjectMeta() : template.getMetadata();
+
+        Map<String, String> labels = new LinkedHashMap<>();
+        if (templateMeta.getLabels() != null) {
+            labels.putAll(templateMeta.getLabels());
+        }
+        labels.putAll(JobLabels.ofJob(job.getMetadata().getName()));
+        labels.put(JobLabels.REPLICA_TYPE, slot.type());
+        labels.put(JobLabels.REPLICA_INDEX, Integer.toString(slot.index()));
+        labels.put(JobLabels.RANK, Integer.toString(slot.rank()));
+
+        ObjectMeta meta = new ObjectMeta();
+        meta.setName(slot.podName());
+        meta.setNamespace(job.getMetadata().getNamespace());
+        meta.setLabels(labels);
+        meta.setAnnotations(templateMeta.getAnnotations() == null ? null : new LinkedHashMap<>(templateMeta.getAnnotations()));
+        meta.setOwnerReferences(List.of(ownerReference(job)));
+
+        PodSpec spec = template.getSpec();
+        spec.setRestartPolicy("Never");
+        spec.setHostname(slot.podName());
+        spec.setSubdomain(job.getMetadata().getName());
+
+        Container training = trainingContainer(spec.getContainers());
+        training.setEnv(environment(training.getEnv(), topology, slot));
+        torchrun(job.getSpec(), topology, slot, job.getMetadata().getUid())
+                .ifPresent(args -> {
+                    List<String> all = new ArrayList<>(args);
+                    if (training.getArgs() != null) {
+                        all.addAll(training.getArgs());
+                    }
+                    training.setCommand(List.of("torchrun"));
+                    training.setArgs(all);
+                });
+
+        Pod pod = new Pod();
+        pod.setMetadata(meta);
+        pod.setSpec(spec);
+        return pod;
+    }
+
+    /** Operator values replace user values of the same names; PYTHONUNBUFFERED only if the user did not set it. */
+    static List<EnvVar> environment(List<EnvVar> userEnv, JobTopology topology, ReplicaSlot slot) {
+        Map<String, String> operatorEnv = new LinkedHashMap<>();
+        operatorEnv.put("MASTER_ADDR", topology.masterAddress());
+        operatorEnv.put("MASTER_PORT", Integer.toString(masterPort(topology)));
+        operatorEnv.put("WORLD_SIZE", Integer.toString(topology.worldSize()));
+        operatorEnv.put("RANK", Integer.toString(slot.rank()));
+
+        List<EnvVar> env = new ArrayList<>();
+        boolean userSetUnbuffered = false;
+        if (userEnv != null) {
+            for (EnvVar var : userEnv) {
+                if ("PYTHONUNBUFFERED".equals(var.getName())) {
+                    userSetUnbuffered = true;
+                }
+                if (!operatorEnv.containsKey(var.getName())) {
+                    env.add(var);
+                }
+            }
+        }
+        operatorEnv.forEach((name, value) -> env.add(new EnvVar(name, value, null)));
+        if (!userSetUnbuffered) {
+            env.add(new EnvVar("PYTHONUNBUFFERED", "1", null));
+        }
+        return env;
+    }
+
+    /** torchrun's own arguments, placed before the training container's args; empty when torchrun is off. */
+    static Optional<List<String>> torchrun(PyTorchTrainingJobSpec spec, JobTopology topology, ReplicaSlot slot, String jobUid) {
+        TorchrunConfig config = spec.torchrunConfig;
+        if (config == null || !config.isOn()) {
+            return Optional.empty();
+        }
+        String nnodes = spec.elastic != null && spec.elastic.isOn()
+                ? spec.elastic.minReplicas + ":" + spec.elastic.maxReplicas
+                : Integer.toString(topology.worldSize());
+        List<String> args = new ArrayList<>();
+        args.add("--nnodes=" + nnodes);
+        args.add("--nproc_per_node=" + (config.procPerNode == null ? "1" : config.procPerNode));
+        args.add("--max_restarts=" + (config.maxRestarts == null ? 0 : config.maxRestarts));
+        args.add("--rdzv_backend=" + (config.rdzvBackend == null ? "c10d" : config.rdzvBackend.argument()));
+        args.add("--rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT)");
+        args.add("--rdzv_id=" + jobUid);
+        args.add("--role=" + slot.type());
+        if (config.extraOptions != null) {
+            args.addAll(config.extraOptions);
+        }
+        return Optional.of(args);
+    }
+
+    /** Headless Service named after the job, so every replica resolves as <pod>.<job>. */
+    public static Service headlessService(PyTorchTrainingJob job, JobTopology topology) {
+        String name = job.getMetadata().getName();
+        return new ServiceBuilder()
+                .withNewMetadata()
+                .withName(name)
+                .withNamespace(job.getMetadata().getNamespace())
+                .withLabels(JobLabels.ofJob(name))
+                .withOwnerReferences(ownerReference(job))
+                .endMetadata()
+                .withNewSpec()
+                .withClusterIP("None")
+                .withPublishNotReadyAddresses(true)
+                .withSelector(JobLabels.ofJob(name))
+                .addNewPort().withName(MASTER_PORT_NAME).withPort(masterPort(topology)).withProtocol("TCP").endPort()
+                .endSpec()
+                .build();
+    }
+
+    public static OwnerReference ownerReference(PyTorchTrainingJob job) {
+        return new OwnerReferenceBuilder()
+                .withApiVersion(job.getApiVersion())
+                .withKind(job.getKind())
+                .withName(job.getMetadata().getName())
+                .withUid(job.getMetadata().getUid())
+                .withController(true)
+                .withBlockOwnerDeletion(true)
+                .build();
+    }
+}

@@ -1,0 +1,112 @@
+package dev.torchjob.operator.planning;
+
+import java.util.List;
+import java.util.Optional;
+
+import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+
+/**
+ * Why a replica's pod stopped: what the restart rules (spec §5) decide on, and what messages
+ * and events name (pod, container, exit code).
+ */
+public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason) {
+
+    public enum Cause {
+        /** The pod ended in phase Failed. */
+        FAILED,
+        /** The pod was evicted, preempted or lost its node. */
+        EVICTED,
+        /** The pod disappeared while the job was active (deleted by someone else). */
+        VANISHED,
+        /** A non-master pod Succeeded under restartPolicy Always while the job is active. */
+        SUCCEEDED
+    }
+
+    /** Exit codes that mean the process was stopped from outside (130 Ctrl-C, 137 SIGKILL, 143 SIGTERM) or asked for a restart (138). */
+    public static final List<Integer> RETRYABLE_EXIT_CODES = List.of(130, 137, 138, 143);
+
+    public static ReplicaEnding ofFailedPod(Pod pod) {
+        Optional<ContainerStateTerminated> terminated = trainingContainerTermination(pod);
+        String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
+        Integer exitCode = terminated.map(ContainerStateTerminated::getExitCode).orElse(null);
+        String reason = terminated.map(ContainerStateTerminated::getReason).orElse(null);
+        String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
+        if (isEvicted(pod)) {
+            return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode,
+                    podReason != null ? podReason : "DisruptionTarget");
+        }
+        return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
+                reason != null ? reason : podReason);
+    }
+
+    public static ReplicaEnding vanished(String podName) {
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted");
+    }
+
+    public static ReplicaEnding succeeded(Pod pod) {
+        Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
+        String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed");
+    }
+
+    /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */
+    static boolean isEvicted(Pod pod) {
+        if (pod.getStatus() == null) {
+            return false;
+        }
+        String reason = pod.getStatus().getReason();
+        if ("Evicted".equals(reason) || "NodeLost".equals(reason) || "Preempting".equals(reason)
+                || "Terminated".equals(reason) || "Shutdown".equals(reason) || "NodeShutdown".equals(reason)) {
+            return true;
+        }
+        List<PodCondition> conditions = pod.getStatus().getConditions();
+        return conditions != null && conditions.stream()
+                .anyMatch(c -> "DisruptionTarget".equals(c.getType()) && "True".equals(c.getStatus()));
+    }
+
+    static Optional<ContainerStatus> trainingContainerStatus(Pod pod) {
+        if (pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null
+                || pod.getStatus().getContainerStatuses().isEmpty() || pod.getSpec() == null
+                || pod.getSpec().getContainers() == null || pod.getSpec().getContainers().isEmpty()) {
+            return Optional.empty();
+        }
+        String training = PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName();
+        return pod.getStatus().getContainerStatuses().stream()
+                .filter(status -> training.equals(status.getName()))
+                .findFirst();
+    }
+
+    static Optional<ContainerStateTerminated> trainingContainerTermination(Pod pod) {
+        return trainingContainerStatus(pod)
+                .map(status -> status.getState() != null && status.getState().getTerminated() != null
+                        ? status.getState().getTerminated()
+                        : status.getLastState() == null ? null : status.getLastState().getTerminated());
+    }
+
+    /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
+    public String describe() {
+        StringBuilder text = new StringBuilder("pod ").append(podName);
+        switch (cause) {
+            case VANISHED -> text.append(" was deleted");
+            case EVICTED -> text.append(" was evicted (").append(reason).append(")");
+            case SUCCEEDED -> text.append(" succeeded and restartPolicy is Always");
+            case FAILED -> {
+                if (container != null) {
+                    text.append(" (container ").append(container).append(")");
+                }
+                if (exitCode != null) {
+                    text.append(" exited with code ").append(exitCode);
+                } else {
+                    text.append(" failed");
+                }
+                if (reason != null) {
+                    text.append(" (").append(reason).append(")");
+                }
+            }
+        }
+        return text.toString();
+    }
+}

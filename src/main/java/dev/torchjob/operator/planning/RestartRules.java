@@ -1,0 +1,23 @@
+package dev.torchjob.operator.planning;
+
+import dev.torchjob.operator.api.RestartPolicy;
+
+/** Whether a replica that stopped may be restarted, before the budget is considered (spec §5). */
+public final class RestartRules {
+    private RestartRules() {
+    }
+
+    public static boolean isRestartable(RestartPolicy policy, ReplicaEnding ending) {
+        RestartPolicy effective = policy == null ? RestartPolicy.OnFailure : policy;
+        if (ending.cause() == ReplicaEnding.Cause.SUCCEEDED) {
+            return effective == RestartPolicy.Always;
+        }
+        return switch (effective) {
+            case Never -> false;
+            case OnFailure, Always -> true;
+            case ExitCode -> ending.cause() == ReplicaEnding.Cause.EVICTED
+                    || ending.cause() == ReplicaEnding.Cause.VANISHED
+                    || (ending.exitCode() != null && ReplicaEnding.RETRYABLE_EXIT_CODES.contains(ending.exitCode()));
+        };
+    }
+}

@@ -1,0 +1,35 @@
+package dev.torchjob.operator.reconciler;
+
+import java.time.Clock;
+import java.util.Optional;
+
+import jakarta.enterprise.inject.Produces;
+import jakarta.inject.Singleton;
+
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
+import io.quarkus.arc.DefaultBean;
+
+/** Beans the operator runs with; tests replace the clock. */
+public class OperatorBeans {
+
+    @Produces
+    @Singleton
+    @DefaultBean
+    Clock clock() {
+        return Clock.systemUTC();
+    }
+
+    /**
+     * The Lease used when leader election is active (profiles listed in
+     * quarkus.operator-sdk.activate-leader-election-for-profiles; the install manifests use "cluster").
+     */
+    @Produces
+    @Singleton
+    LeaderElectionConfiguration leaderElection(
+            @ConfigProperty(name = "torchjob.leader-election.lease-name", defaultValue = "torchjob-operator-leader") String leaseName,
+            @ConfigProperty(name = "torchjob.leader-election.lease-namespace") Optional<String> leaseNamespace) {
+        return new LeaderElectionConfiguration(leaseName, leaseNamespace.orElse(null));
+    }
+}

@@ -1,0 +1,103 @@
+package dev.torchjob.operator.reconciler;
+
+import java.net.HttpURLConnection;
+import java.time.Duration;
+import java.util.List;
+
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+
+import org.jboss.logging.Logger;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.planning.Plan;
+import dev.torchjob.operator.planning.Plan.PodDeletion;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.javaoperatorsdk.operator.api.reconciler.Context;
+import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
+
+/**
+ * Applies a plan to the API server in the order that keeps restart counting exactly-once:
+ * status first (it records which pod UIDs were counted), then deletes, then creates, then events.
+ */
+@ApplicationScoped
+public class PlanExecutor {
+    private static final Logger LOG = Logger.getLogger(PlanExecutor.class);
+    private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
+
+    @Inject
+    KubernetesClient client;
+
+    @Inject
+    JobEventRecorder events;
+
+    public void apply(PyTorchTrainingJob job, Plan plan, Context<PyTorchTrainingJob> context) {
+        if (plan.statusChanged()) {
+            // Caches the written resource, so the next pass never plans from a status older than this one.
+            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(job, context, fresh -> {
+                fresh.setStatus(plan.status());
+                return fresh;
+            });
+        }
+        String namespace = job.getMetadata().getNamespace();
+        inParallel(plan.podsToDelete().stream().map(deletion -> Uni.createFrom().item(() -> delete(namespace, deletion))).toList());
+        plan.serviceToCreate().ifPresent(service -> createIgnoringExisting(() -> client.services().resource(service).create()));
+        inParallel(plan.podsToCreate().stream().map(pod -> Uni.createFrom().item(() -> create(job, pod))).toList());
+        plan.events().forEach(event -> events.record(job, event));
+    }
+
+    private Void create(PyTorchTrainingJob job, Pod pod) {
+        try {
+            createIgnoringExisting(() -> client.pods().resource(pod).create());
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 422) {
+                // The API server rejected the pod template: say so on the job, then let the retry back off.
+                events.record(job, Plan.JobEvent.warning("FailedCreatePod",
+                        "Pod " + pod.getMetadata().getName() + " was rejected: " + e.getStatus().getMessage()));
+            }
+            throw e;
+        }
+        return null;
+    }
+
+    private Void delete(String namespace, PodDeletion deletion) {
+        try {
+            client.pods().inNamespace(namespace).withName(deletion.name())
+                    .lockResourceVersion(deletion.resourceVersion())
+                    .delete();
+            LOG.debugf("deleted pod %s/%s (%s)", namespace, deletion.name(), deletion.reason());
+        } catch (KubernetesClientException e) {
+            // Gone already, or replaced by a newer pod our cache had not seen: nothing to delete.
+            if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND && e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+        }
+        return null;
+    }
+
+    private static void createIgnoringExisting(Runnable create) {
+        try {
+            create.run();
+        } catch (KubernetesClientException e) {
+            // Created by an earlier pass whose result the cache had not shown yet.
+            if (e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+        }
+    }
+
+    /** Runs the calls concurrently on Mutiny's worker pool and waits for all; the first failure is rethrown. */
+    private static void inParallel(List<Uni<Void>> calls) {
+        if (calls.isEmpty()) {
+            return;
+        }
+        List<Uni<Void>> onWorkers = calls.stream()
+                .map(call -> call.runSubscriptionOn(Infrastructure.getDefaultWorkerPool()))
+                .toList();
+        Uni.join().all(onWorkers).andCollectFailures().await().atMost(API_TIMEOUT);
+    }
+}
