@@ -155,14 +155,19 @@ public final class Planner {
                 return fail(REASON_REPLICA_FAILED_PERMANENTLY, message, topology);
             }
             int limit = backoffLimit();
-            if (next.backoffCount + stopped.size() > limit) {
-                Stopped s = stopped.get(Math.max(0, limit - next.backoffCount));
+            // A succeeded replica restarted under Always is no failure: without budget it just stays done.
+            List<Stopped> failed = stopped.stream().filter(s -> s.ending().cause() != ReplicaEnding.Cause.SUCCEEDED).toList();
+            List<Stopped> succeeded = stopped.stream().filter(s -> s.ending().cause() == ReplicaEnding.Cause.SUCCEEDED).toList();
+            if (next.backoffCount + failed.size() > limit) {
+                Stopped s = failed.get(Math.max(0, limit - next.backoffCount));
                 String message = s.ending().describe() + "; the restart budget is spent (backoffCount "
                         + next.backoffCount + " of runPolicy.backoffLimit " + limit + ")";
                 events.add(JobEvent.warning("ReplicaFailed", message));
                 return fail(REASON_BACKOFF_LIMIT_EXCEEDED, message, topology);
             }
-            for (Stopped s : stopped) {
+            List<Stopped> restarts = new ArrayList<>(failed);
+            succeeded.stream().limit(Math.max(0, limit - next.backoffCount - failed.size())).forEach(restarts::add);
+            for (Stopped s : restarts) {
                 countRestart(s);
                 if (s.pod() != null) {
                     deleteUnlessTerminating(s.pod(), DeletionReason.RESTART);
@@ -198,9 +203,9 @@ public final class Planner {
                             initialized ? "The job's Service and pods have been created." : "Creating the job's Service and pods.")
                     .set(JobCondition.RUNNING, running, running ? "AllReplicasRunning" : "WaitingForReplicas",
                             running ? "All replicas have started running." : "Waiting for all replicas to run.")
-                    .set(JobCondition.REPLICA_FAILURE, !stopped.isEmpty() || hasCountedRestarts(),
-                            !stopped.isEmpty() || hasCountedRestarts() ? "ReplicaRestarting" : "AllReplicasHealthy",
-                            replicaFailureMessage(stopped))
+                    .set(JobCondition.REPLICA_FAILURE, !failed.isEmpty() || hasCountedRestarts(),
+                            !failed.isEmpty() || hasCountedRestarts() ? "ReplicaRestarting" : "AllReplicasHealthy",
+                            replicaFailureMessage(failed))
                     .set(JobCondition.COMPLETED, false, "Active", "The job has not finished.")
                     .set(JobCondition.FAILED, false, "Active", "The job has not failed.")
                     .build();

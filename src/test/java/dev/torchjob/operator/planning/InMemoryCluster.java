@@ -1,0 +1,121 @@
+package dev.torchjob.operator.planning;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodConditionBuilder;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * A job and its pods held in memory, changed only by applying plans (as the executor does) and
+ * by the test playing kubelet. Lets planner tests run whole scenarios without an API server.
+ */
+final class InMemoryCluster {
+    static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
+
+    PyTorchTrainingJob job;
+    final Map<String, Pod> pods = new LinkedHashMap<>();
+    boolean serviceExists;
+    Instant now = Instant.parse("2026-01-01T00:00:00Z");
+    final List<Plan> plans = new ArrayList<>();
+    int resourceVersion = 1;
+
+    static PyTorchTrainingJob parse(String yaml) {
+        PyTorchTrainingJob job = SERIALIZATION.unmarshal(yaml, PyTorchTrainingJob.class);
+        job.getMetadata().setUid("job-uid-" + job.getMetadata().getName());
+        job.getMetadata().setNamespace(job.getMetadata().getNamespace() == null ? "default" : job.getMetadata().getNamespace());
+        job.getMetadata().setGeneration(1L);
+        return job;
+    }
+
+    InMemoryCluster(String yaml) {
+        this.job = parse(yaml);
+    }
+
+    /** One reconcile: plan from what is observed, then apply it completely. */
+    Plan reconcile() {
+        Plan plan = plan();
+        applyStatus(plan);
+        applyPods(plan);
+        return plan;
+    }
+
+    Plan plan() {
+        Plan plan = Planner.plan(job, new ArrayList<>(pods.values()), serviceExists, now);
+        plans.add(plan);
+        return plan;
+    }
+
+    void applyStatus(Plan plan) {
+        job.setStatus(plan.status());
+    }
+
+    void applyPods(Plan plan) {
+        plan.podsToDelete().forEach(d -> pods.remove(d.name()));
+        plan.serviceToCreate().ifPresent(s -> serviceExists = true);
+        for (Pod pod : plan.podsToCreate()) {
+            Pod created = SERIALIZATION.clone(pod);
+            created.getMetadata().setUid(UUID.randomUUID().toString());
+            created.getMetadata().setResourceVersion(Integer.toString(resourceVersion++));
+            created.setStatus(new PodStatusBuilder().withPhase("Pending").build());
+            pods.put(created.getMetadata().getName(), created);
+        }
+    }
+
+    /** Reconciles until a pass changes nothing. */
+    void settle() {
+        for (int i = 0; i < 20; i++) {
+            Plan plan = reconcile();
+            if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
+                    && plan.serviceToCreate().isEmpty()) {
+                return;
+            }
+        }
+        throw new AssertionError("planner did not settle");
+    }
+
+    Pod pod(String name) {
+        return pods.get(name);
+    }
+
+    void runAll() {
+        pods.keySet().forEach(this::run);
+    }
+
+    void run(String name) {
+        Pod pod = pods.get(name);
+        pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()
+                .withName(PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName())
+                .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build()).build());
+    }
+
+    void exit(String name, int exitCode) {
+        Pod pod = pods.get(name);
+        pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
+                .withContainerStatuses(new ContainerStatusBuilder()
+                        .withName(PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName())
+                        .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
+                                .withReason(exitCode == 137 ? "OOMKilled" : exitCode == 0 ? "Completed" : "Error")
+                                .endTerminated().build())
+                        .build())
+                .build());
+    }
+
+    void evict(String name) {
+        pods.get(name).setStatus(new PodStatusBuilder().withPhase("Failed").withReason("Evicted")
+                .withConditions(new PodConditionBuilder().withType("DisruptionTarget").withStatus("True").build()).build());
+    }
+
+    void vanish(String name) {
+        pods.remove(name);
+    }
+}

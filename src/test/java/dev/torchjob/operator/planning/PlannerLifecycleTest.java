@@ -1,0 +1,185 @@
+package dev.torchjob.operator.planning;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.ReplicaPhase;
+
+/** The success path of spec §6 and the status of §7, planned pass by pass. */
+class PlannerLifecycleTest {
+
+    static final String MASTER_WORKERS = """
+            metadata: {name: demo}
+            spec:
+              replicaSpecs:
+              - type: master
+                template:
+                  spec:
+                    containers: [{name: pytorch, image: torch, command: [python, train.py]}]
+              - type: worker
+                replicas: 2
+                template:
+                  spec:
+                    containers: [{name: pytorch, image: torch, command: [python, train.py]}]
+            """;
+
+    static Map<String, JobCondition> conditions(InMemoryCluster cluster) {
+        return cluster.job.getStatus().conditions.stream().collect(Collectors.toMap(c -> c.type, c -> c));
+    }
+
+    @Test
+    void firstPassCreatesTheServiceAndEveryPodAtOnce() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        Plan plan = cluster.reconcile();
+        assertTrue(plan.serviceToCreate().isPresent());
+        assertEquals(List.of("demo-master-0", "demo-worker-0", "demo-worker-1"),
+                plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
+        assertEquals(JobPhase.Pending, plan.status().phase);
+        assertEquals("2026-01-01T00:00:00Z", plan.status().startTime);
+        assertEquals("tensorstack.dev/owner-name=demo", plan.status().selector);
+        assertEquals(1L, plan.status().observedGeneration);
+        assertEquals(3, plan.status().aggregate.creating);
+        assertEquals("PodsCreated", plan.events().get(0).reason());
+        assertTrue(plan.events().get(0).message().contains("demo-worker-1"));
+    }
+
+    @Test
+    void jobRunsWhenAllPodsRunAndSucceedsWhenTheMasterSucceeds() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        cluster.settle();
+        assertEquals(JobPhase.Pending, cluster.job.getStatus().phase);
+        assertTrue(conditions(cluster).get(JobCondition.INITIALIZED).isTrue());
+        assertEquals(3, cluster.job.getStatus().aggregate.pending);
+
+        cluster.run("demo-master-0");
+        cluster.run("demo-worker-0");
+        cluster.settle();
+        assertEquals(JobPhase.Pending, cluster.job.getStatus().phase, "one worker is not running yet");
+
+        cluster.run("demo-worker-1");
+        cluster.now = cluster.now.plusSeconds(30);
+        cluster.settle();
+        assertEquals(JobPhase.Running, cluster.job.getStatus().phase);
+        assertTrue(conditions(cluster).get(JobCondition.RUNNING).isTrue());
+        assertEquals("2026-01-01T00:00:30Z", conditions(cluster).get(JobCondition.RUNNING).lastTransitionTime);
+        assertEquals(3, cluster.job.getStatus().aggregate.running);
+
+        cluster.exit("demo-worker-0", 0);
+        cluster.settle();
+        assertEquals(JobPhase.Running, cluster.job.getStatus().phase, "a worker finishing first does not end the job");
+
+        cluster.exit("demo-master-0", 0);
+        cluster.now = cluster.now.plusSeconds(60);
+        Plan done = cluster.reconcile();
+        assertEquals(JobPhase.Succeeded, done.status().phase);
+        assertEquals("2026-01-01T00:01:30Z", done.status().completionTime);
+        Map<String, JobCondition> conditions = conditions(cluster);
+        assertTrue(conditions.get(JobCondition.COMPLETED).isTrue());
+        assertEquals("Succeeded", conditions.get(JobCondition.COMPLETED).reason);
+        assertFalse(conditions.get(JobCondition.RUNNING).isTrue());
+        assertFalse(conditions.get(JobCondition.FAILED).isTrue());
+        assertEquals("2026-01-01T00:00:00Z", conditions.get(JobCondition.INITIALIZED).lastTransitionTime,
+                "lastTransitionTime moves only when the status of a condition changes");
+        assertEquals("Succeeded", done.events().get(done.events().size() - 1).reason());
+        assertTrue(done.podsToDelete().isEmpty(), "cleanUpPolicy None keeps every pod");
+    }
+
+    @Test
+    void statusIsReportedUnchangedWhenNothingHappened() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.now = cluster.now.plusSeconds(300);
+        Plan idle = cluster.reconcile();
+        assertFalse(idle.statusChanged(), "no write per reconcile");
+        assertTrue(idle.events().isEmpty());
+        assertTrue(idle.podsToCreate().isEmpty());
+    }
+
+    @Test
+    void replicaStatusListsPodsContainersAndExitCodes() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        cluster.settle();
+        cluster.runAll();
+        cluster.exit("demo-master-0", 0);
+        cluster.settle();
+        var master = cluster.job.getStatus().tasks.get(0);
+        assertEquals("master", master.type);
+        assertEquals(ReplicaPhase.Succeeded, master.replicas.get(0).phase);
+        assertEquals(cluster.pod("demo-master-0").getMetadata().getUid(), master.replicas.get(0).uid);
+        assertEquals("Terminated", master.replicas.get(0).containers.get(0).state);
+        assertEquals(0, master.replicas.get(0).containers.get(0).exitCode);
+        assertEquals(2, cluster.job.getStatus().tasks.get(1).replicas.size());
+    }
+
+    @Test
+    void finishedJobNeverCreatesPodsOrChangesOutcome() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        cluster.settle();
+        cluster.runAll();
+        cluster.exit("demo-master-0", 0);
+        cluster.settle();
+        String completion = cluster.job.getStatus().completionTime;
+        cluster.vanish("demo-worker-0");
+        cluster.exit("demo-worker-1", 1);
+        cluster.now = cluster.now.plusSeconds(600);
+        Plan later = cluster.reconcile();
+        assertEquals(JobPhase.Succeeded, later.status().phase);
+        assertEquals(completion, later.status().completionTime);
+        assertTrue(later.podsToCreate().isEmpty());
+        assertTrue(later.events().isEmpty());
+        assertEquals(ReplicaPhase.Deleted, later.status().tasks.get(1).replicas.get(0).phase);
+    }
+
+    @Test
+    void invalidSpecFailsTheJobWithAMessageNamingTheField() {
+        InMemoryCluster cluster = new InMemoryCluster("""
+                metadata: {name: bad}
+                spec:
+                  replicaSpecs:
+                  - type: master
+                    replicas: 2
+                    template:
+                      spec:
+                        containers: [{name: pytorch, image: torch}]
+                """);
+        Plan plan = cluster.reconcile();
+        assertEquals(JobPhase.Failed, plan.status().phase);
+        assertNotNull(plan.status().completionTime);
+        JobCondition failed = conditions(cluster).get(JobCondition.FAILED);
+        assertEquals("InvalidSpec", failed.reason);
+        assertTrue(failed.message.contains("spec.replicaSpecs[0].replicas"), failed.message);
+        assertTrue(plan.podsToCreate().isEmpty());
+        assertTrue(plan.serviceToCreate().isEmpty());
+        assertTrue(plan.events().stream().anyMatch(e -> e.reason().equals("InvalidSpec")));
+        Plan again = cluster.reconcile();
+        assertFalse(again.statusChanged());
+        assertTrue(again.events().isEmpty(), "the failure is reported once");
+    }
+
+    @Test
+    void podsOfAnotherJobWithTheSameNameAreIgnored() {
+        InMemoryCluster old = new InMemoryCluster(MASTER_WORKERS);
+        old.job.getMetadata().setUid("old-job");
+        old.settle();
+        old.exit("demo-master-0", 1);
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        cluster.pods.putAll(old.pods);
+        Plan plan = cluster.plan();
+        assertEquals(JobPhase.Pending, plan.status().phase, "a failed pod of an older job fails nothing");
+        assertEquals(0, plan.status().backoffCount);
+        assertNull(plan.status().countedRestarts);
+    }
+}

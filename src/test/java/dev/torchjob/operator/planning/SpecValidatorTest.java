@@ -1,0 +1,47 @@
+package dev.torchjob.operator.planning;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Optional;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** What the operator rejects with InvalidSpec, and that each message names the field. */
+class SpecValidatorTest {
+
+    static Optional<String> problem(String name, String spec) {
+        return SpecValidator.problemWith(InMemoryCluster.parse("metadata: {name: " + name + "}\nspec:\n" + spec));
+    }
+
+    static final String OK_WORKER = "  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: pytorch, image: torch}]}}\n";
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            master not first         | ok   | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n  - type: master\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[1]
+            two masters              | ok   | '  replicaSpecs:\n  - type: master\n    replicas: 2\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[0].replicas
+            no replica groups        | ok   | '  replicaSpecs: []\n' | spec.replicaSpecs
+            duplicate type           | ok   | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[1].type
+            no containers            | ok   | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: []}}\n' | spec.replicaSpecs[0].template.spec.containers
+            container without image  | ok   | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a}]}}\n' | containers[0].image
+            uppercase type           | ok   | '  replicaSpecs:\n  - type: Worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[0].type
+            elastic without torchrun | ok   | '  elastic: {enabled: true, minReplicas: 1, maxReplicas: 2}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | torchrunConfig.enabled
+            elastic min above max    | ok   | '  torchrunConfig: {enabled: true}\n  elastic: {enabled: true, minReplicas: 3, maxReplicas: 2}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | minReplicas
+            bad procPerNode          | ok   | '  torchrunConfig: {enabled: true, procPerNode: many}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | procPerNode
+            negative backoffLimit    | ok   | '  runPolicy: {backoffLimit: -1}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | backoffLimit
+            job name not DNS-1035    | 1job | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | metadata.name
+            pod name too long        | a-very-long-job-name-that-goes-on-and-on-and-on-forever | '  replicaSpecs:\n  - type: worker-with-long-type\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | longer than 63
+            """)
+    void rejects(String title, String name, String spec, String field) {
+        Optional<String> problem = problem(name, spec.replace("\\n", "\n"));
+        assertTrue(problem.isPresent(), title + " must be rejected");
+        assertTrue(problem.get().contains(field), problem.get());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"ok"})
+    void acceptsAPlainWorkerGroup(String name) {
+        assertEquals(Optional.empty(), problem(name, OK_WORKER));
+    }
+}
