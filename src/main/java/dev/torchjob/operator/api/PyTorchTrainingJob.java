@@ -37,7 +37,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 // The job name names the Service and prefixes every pod hostname (spec §2).
 @ValidationRule(value = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
         message = "metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter), because it names the job's Service")
-@ValidationRule(value = "self.spec.replicaSpecs.all(r, size(self.metadata.name) + size(r.type) + "
+@ValidationRule(value = "!has(self.spec) || self.spec.replicaSpecs.all(r, size(self.metadata.name) + size(r.type) + "
         + "size(string((has(self.spec.elastic) && ((has(self.spec.elastic.enabled) && self.spec.elastic.enabled) || (has(self.spec.elastic.enable) && self.spec.elastic.enable)) && has(self.spec.elastic.maxReplicas) ? self.spec.elastic.maxReplicas : r.replicas) - 1)) + 2 <= 63)",
         message = "pod names <job>-<type>-<index> must be at most 63 characters: shorten metadata.name or replicaSpecs[].type")
 @RegisterForReflection

@@ -21,8 +21,9 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         message = "elastic.enabled requires torchrunConfig.enabled: elastic training is run by torchrun")
 @ValidationRule(value = "!(has(self.elastic) && ((has(self.elastic.enabled) && self.elastic.enabled) || (has(self.elastic.enable) && self.elastic.enable))) || size(self.replicaSpecs) == 1",
         message = "elastic training needs exactly one entry in replicaSpecs")
-@ValidationRule(value = "(has(self.runMode) && has(self.runMode.debug)) ? (has(oldSelf.runMode) && has(oldSelf.runMode.debug) && self.runMode.debug == oldSelf.runMode.debug) : !(has(oldSelf.runMode) && has(oldSelf.runMode.debug))",
-        message = "runMode.debug is fixed at creation: delete and recreate the job to change it")
+@ValidationRule(value = "(has(self.runMode) && has(self.runMode.debug) && ((has(self.runMode.debug.enabled) && self.runMode.debug.enabled) || (has(self.runMode.debug.enable) && self.runMode.debug.enable))) "
+        + "== (has(oldSelf.runMode) && has(oldSelf.runMode.debug) && ((has(oldSelf.runMode.debug.enabled) && oldSelf.runMode.debug.enabled) || (has(oldSelf.runMode.debug.enable) && oldSelf.runMode.debug.enable)))",
+        message = "runMode.debug.enabled is fixed at creation: delete and recreate the job to change it")
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class PyTorchTrainingJobSpec {

@@ -12,7 +12,8 @@ import io.fabric8.generator.annotation.Min;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Required;
 import io.fabric8.generator.annotation.Size;
-import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import java.util.Map;
+
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /** One group of identical replicas, such as master or worker. */
@@ -39,9 +40,13 @@ public class ReplicaSpec {
     @JsonPropertyDescription("Accepted for T9k compatibility; not used.")
     public Integer scalingWeight;
 
+    /**
+     * Kept as raw JSON: the schema is open, so the API server accepts anything here, and one job
+     * with a malformed template must fail alone (InvalidSpec), not break reading all jobs.
+     */
     @Required
     @PreserveUnknownFields
     @SchemaFrom(type = OpenObject.class)
     @JsonPropertyDescription("Pod template of the replicas. The training container is the one named python, else pytorch, else the first one. Its schema is kept open; the operator checks what it relies on.")
-    public PodTemplateSpec template;
+    public Map<String, Object> template;
 }

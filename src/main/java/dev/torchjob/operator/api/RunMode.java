@@ -10,6 +10,7 @@ import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
 import io.fabric8.generator.annotation.ValidationRule;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
@@ -35,6 +36,7 @@ public class RunMode {
         @JsonPropertyDescription("Legacy spelling of enabled.")
         public Boolean enable;
 
+        @Size(max = 16)
         @JsonPropertyDescription("Per replica type debug settings; types not listed use the defaults.")
         public List<DebugReplicaSpec> replicaSpecs;
 
@@ -71,6 +73,7 @@ public class RunMode {
         @JsonPropertyDescription("Legacy spelling of enabled.")
         public Boolean enable;
 
+        @Size(max = 16)
         @ValidationRule(value = "self == oldSelf", message = "runMode.pause.resumeSpecs is immutable once set")
         @JsonPropertyDescription("Per replica type overrides used when the job resumes; immutable once set.")
         public List<ResumeReplicaSpec> resumeSpecs;
@@ -93,9 +96,11 @@ public class RunMode {
         @JsonPropertyDescription("Drop the template's init containers when resuming.")
         public Boolean skipInitContainer = false;
 
+        @Size(max = 64)
         @JsonPropertyDescription("Command of the training container when resuming (default: the template's).")
         public List<String> command;
 
+        @Size(max = 256)
         @JsonPropertyDescription("Args of the training container when resuming (default: the template's).")
         public List<String> args;
     }

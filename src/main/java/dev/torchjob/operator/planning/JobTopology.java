@@ -6,6 +6,7 @@ import java.util.List;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.ReplicaSpec;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
 
 /**
  * Roles and ranks (spec §3): walk replicaSpecs in order, then index within the group.
@@ -13,6 +14,7 @@ import dev.torchjob.operator.api.ReplicaSpec;
  */
 public record JobTopology(String jobName, List<ReplicaSlot> slots) {
 
+    /** Needs a spec that passed {@link SpecValidator}. */
     public static JobTopology of(PyTorchTrainingJob job) {
         PyTorchTrainingJobSpec spec = job.getSpec();
         String jobName = job.getMetadata().getName();
@@ -21,8 +23,9 @@ public record JobTopology(String jobName, List<ReplicaSlot> slots) {
         for (int groupIndex = 0; groupIndex < spec.replicaSpecs.size(); groupIndex++) {
             ReplicaSpec group = spec.replicaSpecs.get(groupIndex);
             int replicas = replicaCount(spec, group);
+            PodTemplateSpec template = PodTemplateParser.parse(group.template);
             for (int index = 0; index < replicas; index++) {
-                slots.add(new ReplicaSlot(group, groupIndex, index, rank++, podName(jobName, group.type, index)));
+                slots.add(new ReplicaSlot(group, template, groupIndex, index, rank++, podName(jobName, group.type, index)));
             }
         }
         return new JobTopology(jobName, List.copyOf(slots));

@@ -45,7 +45,7 @@ public final class PodTemplates {
 
     /** 23456, or the containerPort named pytorchjob-port on the master's training container. */
     public static int masterPort(JobTopology topology) {
-        PodTemplateSpec template = topology.master().group().template;
+        PodTemplateSpec template = topology.master().template();
         Container training = trainingContainer(template.getSpec().getContainers());
         if (training.getPorts() != null) {
             for (ContainerPort port : training.getPorts()) {
@@ -59,7 +59,7 @@ public final class PodTemplates {
 
     public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot) {
         // The builder copies the template deeply, so the job's spec is never mutated.
-        PodTemplateSpec template = new PodTemplateSpecBuilder(slot.group().template).build();
+        PodTemplateSpec template = new PodTemplateSpecBuilder(slot.template()).build();
         ObjectMeta templateMeta = template.getMetadata() == null ? new ObjectMeta() : template.getMetadata();
 
         Map<String, String> labels = new LinkedHashMap<>();

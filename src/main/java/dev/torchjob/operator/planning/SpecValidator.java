@@ -11,6 +11,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.ReplicaSpec;
 import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
 
 /**
  * Checks what the operator relies on and the API server may not have checked (the pod
@@ -137,10 +138,16 @@ public final class SpecValidator {
     }
 
     private static Optional<String> templateProblem(ReplicaSpec group, String field) {
-        if (group.template == null || group.template.getSpec() == null) {
+        PodTemplateSpec template;
+        try {
+            template = PodTemplateParser.parse(group.template);
+        } catch (IllegalArgumentException e) {
+            return Optional.of(field + ".template is not a valid pod template: " + e.getMessage());
+        }
+        if (template == null || template.getSpec() == null) {
             return Optional.of(field + ".template.spec is missing; give the pod template at least one container");
         }
-        List<Container> containers = group.template.getSpec().getContainers();
+        List<Container> containers = template.getSpec().getContainers();
         if (containers == null || containers.isEmpty()) {
             return Optional.of(field + ".template.spec.containers must list at least one container");
         }
