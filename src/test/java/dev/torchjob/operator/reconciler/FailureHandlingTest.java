@@ -1,0 +1,188 @@
+package dev.torchjob.operator.reconciler;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import jakarta.inject.Inject;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
+
+/** Spec §5 and §6 end to end: the operator against the mock API server, the test as kubelet. */
+@QuarkusTest
+@WithKubernetesTestServer(crud = true)
+class FailureHandlingTest {
+    @Inject
+    KubernetesClient client;
+
+    static String job(String name, String policy, String runPolicy) {
+        return """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s}
+                spec:
+                  runPolicy: %s
+                  replicaSpecs:
+                  - type: master
+                    restartPolicy: %s
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
+                  - type: worker
+                    restartPolicy: %s
+                    replicas: 2
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
+                """.formatted(name, runPolicy, policy, policy);
+    }
+
+    static OperatorHarness running(KubernetesClient client, String namespace, String policy, String runPolicy) {
+        OperatorHarness cluster = new OperatorHarness(client, namespace);
+        cluster.submit(job("j", policy, runPolicy));
+        cluster.awaitPods(3);
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        return cluster;
+    }
+
+    @Test
+    void oomKilledWorkerUnderExitCodeIsRecreatedCountedAndTheJobStillSucceeds() {
+        OperatorHarness cluster = running(client, "exit137", "ExitCode", "{backoffLimit: 3}");
+        String oldUid = cluster.pod("j-worker-1").getMetadata().getUid();
+        cluster.kubelet.oomKill("j-worker-1");
+        cluster.awaitNewPod("j-worker-1", oldUid);
+        PyTorchTrainingJob restarted = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        assertEquals(1, restarted.getStatus().tasks.get(1).restartCount);
+        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
+        cluster.kubelet.run("j-worker-1");
+        cluster.kubelet.exit("j-master-0", 0);
+        PyTorchTrainingJob done = cluster.awaitPhase("j", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount);
+        assertNotNull(done.getStatus().completionTime);
+    }
+
+    @Test
+    void exitCodeOneUnderExitCodeFailsTheJobPermanently() {
+        OperatorHarness cluster = running(client, "exit1", "ExitCode", "{backoffLimit: 3}");
+        cluster.kubelet.exit("j-worker-0", 1);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals(0, failed.getStatus().backoffCount);
+        assertNotNull(failed.getStatus().completionTime);
+        assertEquals("ReplicaFailedPermanently", cluster.condition("j", "Failed").reason);
+        assertTrue(cluster.condition("j", "Failed").message.contains("pod j-worker-0 (container pytorch) exited with code 1"));
+        assertTrue(cluster.condition("j", "ReplicaFailure").isTrue());
+        cluster.awaitEvent("ReplicaFailed", "exited with code 1");
+        cluster.awaitEvent("Failed", "ReplicaFailedPermanently");
+    }
+
+    @Test
+    void onFailureFailingFourTimesWithBackoffLimitThreeFails() {
+        OperatorHarness cluster = running(client, "backoff", "OnFailure", "{backoffLimit: 3}");
+        for (int failure = 1; failure <= 3; failure++) {
+            String uid = cluster.pod("j-master-0").getMetadata().getUid();
+            cluster.kubelet.exit("j-master-0", 1);
+            cluster.awaitNewPod("j-master-0", uid);
+            int expected = failure;
+            cluster.awaitJob("j", j -> j.getStatus().backoffCount == expected);
+            cluster.kubelet.run("j-master-0");
+        }
+        cluster.kubelet.exit("j-master-0", 1);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals(3, failed.getStatus().backoffCount);
+        assertEquals("BackoffLimitExceeded", cluster.condition("j", "Failed").reason);
+        assertTrue(cluster.condition("j", "Failed").message.contains("exited with code 1"));
+    }
+
+    @Test
+    void neverFailsTheJobAtTheFirstFailure() {
+        OperatorHarness cluster = running(client, "never", "Never", "{backoffLimit: 3}");
+        cluster.kubelet.exit("j-worker-1", 2);
+        cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals("ReplicaFailedPermanently", cluster.condition("j", "Failed").reason);
+        assertEquals(0, cluster.job("j").getStatus().backoffCount);
+    }
+
+    @Test
+    void aPodDeletedBySomeoneElseIsRecreatedAndCounted() {
+        OperatorHarness cluster = running(client, "vanish", "OnFailure", "{backoffLimit: 3}");
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        client.pods().inNamespace("vanish").withName("j-worker-0").delete();
+        cluster.awaitNewPod("j-worker-0", uid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-0 was deleted");
+    }
+
+    @Test
+    void aDeadlinePassingWithNoFurtherEventsFailsTheJob() {
+        OperatorHarness cluster = new OperatorHarness(client, "deadline");
+        cluster.submit(job("j", "OnFailure", "{activeDeadlineSeconds: 3}"));
+        cluster.awaitPods(3);
+        cluster.runAll();
+        PyTorchTrainingJob started = cluster.awaitPhase("j", JobPhase.Running);
+        Instant deadline = Instant.parse(started.getStatus().startTime).plusSeconds(3);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        Instant completed = Instant.parse(failed.getStatus().completionTime);
+        assertTrue(!completed.isBefore(deadline) && completed.isBefore(deadline.plusSeconds(5)),
+                "failed at " + completed + ", deadline " + deadline);
+        assertEquals("DeadlineExceeded", cluster.condition("j", "Failed").reason);
+        cluster.awaitPods(0);
+    }
+
+    @ParameterizedTest(name = "cleanUpPolicy {0}")
+    @CsvSource({"None, j-master-0 j-worker-0 j-worker-1", "All, ''", "Unfinished, j-master-0 j-worker-0"})
+    void cleanUpPolicyLeavesExactlyThePodsItShould(String policy, String kept) {
+        OperatorHarness cluster = running(client, "cleanup-" + policy.toLowerCase(), "OnFailure",
+                "{cleanUpPolicy: " + policy + "}");
+        cluster.kubelet.exit("j-worker-0", 0);
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitPhase("j", JobPhase.Succeeded);
+        Set<String> expected = kept.isBlank() ? Set.of() : Set.of(kept.split(" "));
+        cluster.awaitPods(expected.size());
+        assertEquals(expected, cluster.pods().stream().map(p -> p.getMetadata().getName()).collect(Collectors.toSet()));
+    }
+
+    @Test
+    void anOperatorRestartBetweenCountingAndRecreatingKeepsTheCountExact() {
+        OperatorHarness cluster = running(client, "crash", "ExitCode", "{backoffLimit: 3}");
+        String uid = cluster.pod("j-worker-1").getMetadata().getUid();
+        // The state an operator leaves when it dies right after writing the count: the restart is
+        // recorded against the pod's UID, the pod is not deleted yet. The running operator takes over.
+        PyTorchTrainingJob job = cluster.job("j");
+        job.getStatus().backoffCount = 1;
+        job.getStatus().countedRestarts = List.of(new CountedRestart("j-worker-1", uid));
+        client.resources(PyTorchTrainingJob.class).inNamespace("crash").resource(job).updateStatus();
+        cluster.kubelet.oomKill("j-worker-1");
+        cluster.awaitNewPod("j-worker-1", uid);
+        cluster.kubelet.run("j-worker-1");
+        PyTorchTrainingJob settled = cluster.awaitJob("j", j -> j.getStatus().countedRestarts == null);
+        assertEquals(1, settled.getStatus().backoffCount, "counted once, not twice");
+        cluster.kubelet.exit("j-master-0", 0);
+        assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+    }
+
+    @Test
+    void aFinishedJobNeverCreatesPodsAgain() throws InterruptedException {
+        OperatorHarness cluster = running(client, "finished", "OnFailure", "{backoffLimit: 3}");
+        cluster.kubelet.exit("j-master-0", 0);
+        PyTorchTrainingJob done = cluster.awaitPhase("j", JobPhase.Succeeded);
+        client.pods().inNamespace("finished").withName("j-worker-0").delete();
+        cluster.awaitPods(2);
+        Thread.sleep(Duration.ofSeconds(1).toMillis());
+        assertEquals(2, cluster.pods().size());
+        PyTorchTrainingJob later = cluster.job("j");
+        assertEquals(JobPhase.Succeeded, later.getStatus().phase);
+        assertEquals(done.getStatus().completionTime, later.getStatus().completionTime);
+    }
+}
