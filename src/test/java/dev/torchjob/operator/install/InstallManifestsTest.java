@@ -1,0 +1,114 @@
+package dev.torchjob.operator.install;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.KubernetesList;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/** The install manifests a platform team applies: least privilege and a hardened Deployment. */
+class InstallManifestsTest {
+    static final KubernetesSerialization YAML = new KubernetesSerialization();
+
+    static List<HasMetadata> load(String file) throws IOException {
+        try (InputStream in = Files.newInputStream(Path.of("kubernetes", file))) {
+            Object parsed = YAML.unmarshal(in);
+            if (parsed instanceof KubernetesList list) {
+                return list.getItems();
+            }
+            if (parsed instanceof List<?> list) {
+                return list.stream().map(HasMetadata.class::cast).toList();
+            }
+            return List.of((HasMetadata) parsed);
+        }
+    }
+
+    static <T> T only(List<HasMetadata> objects, Class<T> kind) {
+        return objects.stream().filter(kind::isInstance).map(kind::cast).findFirst().orElseThrow();
+    }
+
+    /** resource -> verbs, for the rules of one API group. */
+    static Map<String, Set<String>> verbs(List<PolicyRule> rules) {
+        return rules.stream().flatMap(r -> r.getResources().stream().map(res -> Map.entry(res, r.getVerbs())))
+                .collect(Collectors.toMap(Map.Entry::getKey, e -> Set.copyOf(e.getValue()), (a, b) -> {
+                    var all = new java.util.HashSet<>(a);
+                    all.addAll(b);
+                    return Set.copyOf(all);
+                }));
+    }
+
+    @Test
+    void clusterRoleGrantsExactlyWhatTheOperatorUses() throws IOException {
+        ClusterRole role = only(load("rbac.yaml"), ClusterRole.class);
+        Map<String, Set<String>> verbs = verbs(role.getRules());
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchtrainingjobs"));
+        assertEquals(Set.of("get", "update"), verbs.get("pytorchtrainingjobs/status"));
+        assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
+        assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
+        assertEquals(Set.of("create"), verbs.get("events"));
+        role.getRules().forEach(rule -> {
+            assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
+            assertFalse(rule.getResources().contains("*"), "no wildcard resources");
+        });
+    }
+
+    @Test
+    void leaderElectionLeaseIsDeclared() throws IOException {
+        Role role = only(load("rbac.yaml"), Role.class);
+        assertEquals("torchjob-system", role.getMetadata().getNamespace());
+        assertEquals(Set.of("get", "create", "update"), verbs(role.getRules()).get("leases"));
+        assertEquals(List.of("coordination.k8s.io"), role.getRules().get(0).getApiGroups());
+    }
+
+    @Test
+    void deploymentRunsHardenedWithProbesLimitsAndLeaderElection() throws IOException {
+        Deployment deployment = only(load("deployment.yaml"), Deployment.class);
+        var pod = deployment.getSpec().getTemplate().getSpec();
+        assertEquals("torchjob-operator", pod.getServiceAccountName());
+        assertTrue(pod.getSecurityContext().getRunAsNonRoot());
+        Container operator = pod.getContainers().get(0);
+        assertFalse(operator.getSecurityContext().getAllowPrivilegeEscalation());
+        assertTrue(operator.getSecurityContext().getReadOnlyRootFilesystem());
+        assertEquals(List.of("ALL"), operator.getSecurityContext().getCapabilities().getDrop());
+        assertEquals("/q/health/live", operator.getLivenessProbe().getHttpGet().getPath());
+        assertEquals("/q/health/ready", operator.getReadinessProbe().getHttpGet().getPath());
+        assertNotNull(operator.getResources().getRequests().get("memory"));
+        assertNotNull(operator.getResources().getLimits().get("memory"));
+        String profile = operator.getEnv().stream().filter(e -> e.getName().equals("QUARKUS_PROFILE")).findFirst().orElseThrow().getValue();
+        assertTrue(List.of(profile.split(",")).contains("cluster"), "the cluster profile enables leader election");
+    }
+
+    @Test
+    void leaderElectionIsActivatedByTheProfileTheDeploymentUses() throws IOException {
+        String properties = Files.readString(Path.of("src/main/resources/application.properties"));
+        assertTrue(properties.contains("quarkus.operator-sdk.activate-leader-election-for-profiles=cluster"));
+    }
+
+    @Test
+    void kustomizationListsEveryManifest() throws IOException {
+        String kustomization = Files.readString(Path.of("kubernetes/kustomization.yaml"));
+        for (String file : List.of("crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "namespace.yaml", "rbac.yaml", "deployment.yaml")) {
+            assertTrue(kustomization.contains(file), file);
+            assertTrue(Files.exists(Path.of("kubernetes", file)), file);
+        }
+    }
+}
