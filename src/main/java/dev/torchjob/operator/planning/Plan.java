@@ -22,7 +22,7 @@ public record Plan(
         Optional<Duration> recheckAfter) {
 
     public enum DeletionReason {
-        RESTART, CLEAN_UP, DEADLINE
+        RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN
     }
 
     /** resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name. */

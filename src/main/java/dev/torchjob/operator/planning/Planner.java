@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -18,6 +19,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.torchjob.operator.api.AggregateStatus;
 import dev.torchjob.operator.api.CleanUpPolicy;
 import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.ElasticStatus;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -176,6 +178,7 @@ public final class Planner {
                 }
             }
 
+            scaleDown(topology);
             if (!serviceExists) {
                 serviceToCreate = PodTemplates.headlessService(job, topology);
             }
@@ -193,6 +196,10 @@ public final class Planner {
 
             next.tasks = tasks(topology, true);
             next.aggregate = aggregate(next.tasks);
+            if (spec.elastic != null && spec.elastic.isOn()) {
+                next.elastic = new ElasticStatus();
+                next.elastic.currentReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
+            }
             boolean allCreated = serviceExists && topology.slots().stream().allMatch(s -> pods.containsKey(s.podName()));
             boolean allRunning = topology.slots().stream().allMatch(s -> isRunningOrDone(s, pods.get(s.podName())));
             boolean initialized = allCreated || Conditions.isTrue(previous.conditions, JobCondition.INITIALIZED);
@@ -210,6 +217,15 @@ public final class Planner {
                     .set(JobCondition.FAILED, false, "Active", "The job has not failed.")
                     .build();
             return finish();
+        }
+
+        /** Pods beyond the replicas wanted (elastic scale-down) are deleted on purpose, never counted. */
+        private void scaleDown(JobTopology topology) {
+            Set<String> wanted = topology.slots().stream().map(ReplicaSlot::podName)
+                    .collect(Collectors.toSet());
+            pods.values().stream()
+                    .filter(pod -> !wanted.contains(pod.getMetadata().getName()))
+                    .forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.SCALE_DOWN));
         }
 
         private void countRestart(Stopped s) {
