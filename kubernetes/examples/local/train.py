@@ -1,0 +1,98 @@
+"""Distributed data-parallel training on synthetic data, for the local mode and for clusters.
+
+Every replica gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK from the operator; the gloo
+backend runs on CPUs. The data is generated here (no downloads): points in 20 dimensions labelled
+by a hidden linear rule, which a small MLP learns to over 97% accuracy in a few seconds.
+"""
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+EPOCHS = int(os.environ.get("EPOCHS", "8"))
+TARGET_ACCURACY = float(os.environ.get("TARGET_ACCURACY", "0.95"))
+MODEL_PATH = os.environ.get("MODEL_PATH", "model.pt")
+
+
+def fail_once_if_asked():
+    """Test hook: FAIL_ONCE_EXIT_CODE=137 makes this replica exit with 137 the first time only."""
+    code = os.environ.get("FAIL_ONCE_EXIT_CODE")
+    ranks = os.environ.get("FAIL_RANKS", "").split(",")
+    if not code or os.environ["RANK"] not in ranks:
+        return
+    marker = f".failed-once-rank-{os.environ['RANK']}"
+    if os.environ.get("FAIL_ALWAYS") or not os.path.exists(marker):
+        open(marker, "w").close()
+        print(f"rank {os.environ['RANK']}: exiting with code {code} as asked", flush=True)
+        sys.exit(int(code))
+
+
+def synthetic_dataset(samples=8192, features=20):
+    generator = torch.Generator().manual_seed(42)
+    x = torch.randn(samples, features, generator=generator)
+    hidden_rule = torch.randn(features, generator=generator)
+    y = (x @ hidden_rule > 0).long()
+    return TensorDataset(x, y)
+
+
+def main():
+    fail_once_if_asked()
+    torch.set_num_threads(1)  # replicas share the machine's cores
+    dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    # Every rank contributes rank+1: the sum proves all ranks took part.
+    check = torch.tensor([float(rank + 1)])
+    dist.all_reduce(check)
+    expected = world * (world + 1) / 2
+    print(f"all-reduce check: rank {rank} of {world} got {check.item():.0f}, expected {expected:.0f}", flush=True)
+    if check.item() != expected:
+        sys.exit(3)
+
+    torch.manual_seed(0)  # same initial weights everywhere (DDP also broadcasts them)
+    dataset = synthetic_dataset()
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=0)
+    loader = DataLoader(dataset, batch_size=128, sampler=sampler)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 2))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    started = time.time()
+    losses = []
+    for epoch in range(EPOCHS):
+        sampler.set_epoch(epoch)
+        total = torch.zeros(2)
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(ddp(x), y)
+            loss.backward()
+            optimizer.step()
+            total += torch.tensor([loss.item() * len(y), len(y)])
+        dist.all_reduce(total)  # mean loss over all ranks' samples
+        losses.append((total[0] / total[1]).item())
+        if rank == 0:
+            print(f"epoch {epoch + 1}/{EPOCHS}: loss {losses[-1]:.4f}", flush=True)
+
+    with torch.no_grad():
+        x, y = dataset.tensors
+        accuracy = (model(x).argmax(dim=1) == y).float().mean().item()
+    if rank == 0:
+        print(f"loss: first epoch {losses[0]:.4f}, last epoch {losses[-1]:.4f}; "
+              f"accuracy {accuracy:.4f} (target {TARGET_ACCURACY}); {time.time() - started:.1f}s", flush=True)
+        torch.save(model.state_dict(), MODEL_PATH)
+        print(f"saved model to {os.path.abspath(MODEL_PATH)}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    if losses[-1] >= losses[0] or accuracy < TARGET_ACCURACY:
+        print(f"rank {rank}: training did not converge", flush=True)
+        sys.exit(4)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+package dev.torchjob.operator.local;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Optional;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.planning.SpecValidator;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import io.quarkus.runtime.Quarkus;
+
+/**
+ * The local mode: checks the job file, starts an embedded Kubernetes API server (the fabric8
+ * mock server in CRUD mode, the one the tests use) on loopback, installs the CRD into it, points
+ * the operator's client at it, and boots the unchanged operator with {@link LocalRun}.
+ */
+public final class LocalLauncher {
+    public static final int EXIT_SUCCEEDED = 0;
+    public static final int EXIT_FAILED = 1;
+    public static final int EXIT_BAD_INPUT = 2;
+    static final String NAMESPACE = "default";
+    static final String CRD_RESOURCE = "/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml";
+    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT]";
+
+    private LocalLauncher() {
+    }
+
+    static int launch(String[] args) {
+        PrintStream err = System.err;
+        Path jobFile = null;
+        String metricsPort = "8080";
+        for (int i = 0; i < args.length; i++) {
+            if ("--metrics-port".equals(args[i]) && i + 1 < args.length) {
+                metricsPort = args[++i];
+            } else if (jobFile == null && !args[i].startsWith("--")) {
+                jobFile = Path.of(args[i]).toAbsolutePath().normalize();
+            } else {
+                err.println("error: unexpected argument " + args[i] + "; " + USAGE);
+                return EXIT_BAD_INPUT;
+            }
+        }
+        if (jobFile == null) {
+            err.println("error: no job file given; " + USAGE);
+            return EXIT_BAD_INPUT;
+        }
+        Optional<String> problem = problemWith(jobFile);
+        if (problem.isPresent()) {
+            err.println("error: " + jobFile + ": " + problem.get());
+            return EXIT_BAD_INPUT;
+        }
+
+        KubernetesMockServer apiServer = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+                new KubernetesCrudDispatcher(List.of()), false);
+        try {
+            apiServer.init(InetAddress.getLoopbackAddress(), 0);
+            installCrd(apiServer);
+        } catch (IOException | RuntimeException e) {
+            err.println("error: could not start the embedded API server: " + e.getMessage());
+            return EXIT_FAILED;
+        }
+        String url = "http://" + apiServer.getHostName() + ":" + apiServer.getPort();
+        System.setProperty("quarkus.kubernetes-client.api-server-url", url);
+        System.setProperty("quarkus.kubernetes-client.namespace", NAMESPACE);
+        System.setProperty("quarkus.kubernetes-client.trust-certs", "true");
+        System.setProperty("quarkus.http.port", metricsPort);
+        System.setProperty("quarkus.http.host", "127.0.0.1");
+        System.setProperty("quarkus.banner.enabled", "false");
+        // The run's own output is the replicas' and the operator's decisions; logs only for problems.
+        System.setProperty("quarkus.log.level", System.getProperty("quarkus.log.level", "WARN"));
+        System.setProperty("quarkus.log.category.\"dev.torchjob\".level", System.getProperty("quarkus.log.level"));
+        System.setProperty(LocalRun.JOB_FILE_PROPERTY, jobFile.toString());
+        Quarkus.run(LocalRun.class, args);
+        return EXIT_FAILED; // not reached: Quarkus exits with LocalRun's code
+    }
+
+    /** One line saying why the file is not a job this operator can run, or empty. */
+    static Optional<String> problemWith(Path jobFile) {
+        if (!Files.isRegularFile(jobFile)) {
+            return Optional.of("no such file");
+        }
+        PyTorchTrainingJob job;
+        try {
+            job = read(jobFile);
+        } catch (IOException | RuntimeException e) {
+            return Optional.of(firstLine(e));
+        }
+        if (job == null || job.getMetadata() == null || job.getMetadata().getName() == null) {
+            return Optional.of("metadata.name is missing");
+        }
+        return SpecValidator.problemWith(job);
+    }
+
+    static PyTorchTrainingJob read(Path jobFile) throws IOException {
+        String text = Files.readString(jobFile);
+        KubernetesSerialization serialization = new KubernetesSerialization();
+        GenericKubernetesResource object = serialization.unmarshal(text, GenericKubernetesResource.class);
+        if (object == null) {
+            throw new IllegalArgumentException("the file is empty");
+        }
+        if (!PyTorchTrainingJob.KIND.equals(object.getKind())
+                || !(PyTorchTrainingJob.GROUP + "/" + PyTorchTrainingJob.VERSION).equals(object.getApiVersion())) {
+            throw new IllegalArgumentException("kind " + object.getKind() + " (" + object.getApiVersion()
+                    + ") is not PyTorchTrainingJob (" + PyTorchTrainingJob.GROUP + "/" + PyTorchTrainingJob.VERSION + ")");
+        }
+        return serialization.unmarshal(text, PyTorchTrainingJob.class);
+    }
+
+    private static void installCrd(KubernetesMockServer apiServer) throws IOException {
+        try (InputStream crd = LocalLauncher.class.getResourceAsStream(CRD_RESOURCE);
+                KubernetesClient client = apiServer.createClient()) {
+            if (crd == null) {
+                throw new IOException("CRD " + CRD_RESOURCE + " is missing from the application");
+            }
+            client.load(crd).create();
+        }
+    }
+
+    private static String firstLine(Throwable e) {
+        Throwable cause = e;
+        while (cause.getCause() != null && cause.getMessage() != null && cause.getMessage().startsWith(cause.getCause().getClass().getName())) {
+            cause = cause.getCause();
+        }
+        String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+        int cut = message.indexOf(" at [Source");
+        message = cut > 0 ? message.substring(0, cut) : message;
+        return message.lines().findFirst().orElse(message).trim();
+    }
+}

@@ -1,0 +1,242 @@
+package dev.torchjob.operator.local;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.planning.JobLabels;
+import dev.torchjob.operator.planning.PodTemplates;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodStatus;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+
+/**
+ * Plays kubelet on this machine: runs each pod's training container as a local process, and
+ * writes its state and exit code back into the pod's status, so the real reconciler decides
+ * restarts, budget and outcome. Images are ignored; the job's DNS names resolve to 127.0.0.1.
+ */
+final class LocalNode implements ResourceEventHandler<Pod> {
+    private static final Pattern VARIABLE_REFERENCE = Pattern.compile("\\$\\(([A-Za-z_][A-Za-z0-9_.-]*)\\)|\\$\\$");
+    private static final long GRACE_MILLIS = 3000;
+
+    private final KubernetesClient client;
+    private final String namespace;
+    private final Path defaultWorkingDirectory;
+    private final PrintStream out;
+    private final Map<String, Process> processesByPodUid = new ConcurrentHashMap<>();
+    private final Set<String> startedPodUids = ConcurrentHashMap.newKeySet();
+    private volatile boolean stopping;
+    private SharedIndexInformer<Pod> informer;
+
+    LocalNode(KubernetesClient client, String namespace, Path defaultWorkingDirectory, PrintStream out) {
+        this.client = client;
+        this.namespace = namespace;
+        this.defaultWorkingDirectory = defaultWorkingDirectory;
+        this.out = out;
+    }
+
+    void start() {
+        informer = client.pods().inNamespace(namespace).withLabel(JobLabels.OWNER_KIND, PyTorchTrainingJob.KIND).inform(this);
+    }
+
+    @Override
+    public void onAdd(Pod pod) {
+        startIfNew(pod);
+    }
+
+    @Override
+    public void onUpdate(Pod oldPod, Pod pod) {
+        startIfNew(pod);
+    }
+
+    @Override
+    public void onDelete(Pod pod, boolean finalStateUnknown) {
+        stop(pod.getMetadata().getUid());
+    }
+
+    /** Kills every training process (graceful first), like a node being drained. */
+    void stopAll() {
+        stopping = true;
+        if (informer != null) {
+            informer.close();
+        }
+        new ArrayList<>(processesByPodUid.keySet()).forEach(this::stop);
+    }
+
+    private void startIfNew(Pod pod) {
+        String uid = pod.getMetadata().getUid();
+        if (stopping || pod.getMetadata().getDeletionTimestamp() != null || !startedPodUids.add(uid)) {
+            return;
+        }
+        String podName = pod.getMetadata().getName();
+        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Map<String, String> env = environment(container.getEnv(), pod.getSpec().getSubdomain(), podName);
+        List<String> argv = new ArrayList<>();
+        if (container.getCommand() != null) {
+            container.getCommand().forEach(word -> argv.add(expand(word, env)));
+        }
+        if (container.getArgs() != null) {
+            container.getArgs().forEach(word -> argv.add(expand(word, env)));
+        }
+        if (argv.isEmpty()) {
+            out.println("[" + podName + "] no command: images are not run locally, give the container a command");
+            finish(pod, 127, "StartError");
+            return;
+        }
+        Path workingDirectory = container.getWorkingDir() != null
+                ? defaultWorkingDirectory.resolve(container.getWorkingDir())
+                : defaultWorkingDirectory;
+        ProcessBuilder builder = new ProcessBuilder(argv).directory(workingDirectory.toFile()).redirectErrorStream(true);
+        builder.environment().putAll(env);
+        Process process;
+        try {
+            process = builder.start();
+        } catch (IOException e) {
+            out.println("[" + podName + "] cannot start " + argv.get(0) + ": " + e.getMessage());
+            finish(pod, 127, "StartError");
+            return;
+        }
+        processesByPodUid.put(uid, process);
+        markRunning(pod);
+        Thread output = new Thread(() -> copyOutput(podName, process), "output-" + podName);
+        output.setDaemon(true);
+        output.start();
+        process.onExit().thenAccept(ended -> {
+            try {
+                output.join(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            // A process we stopped belongs to a deleted pod: there is no status to write.
+            if (processesByPodUid.remove(uid) != null && !stopping) {
+                int exitCode = ended.exitValue();
+                finish(pod, exitCode, exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error");
+            }
+        });
+    }
+
+    private void stop(String uid) {
+        Process process = processesByPodUid.remove(uid);
+        if (process == null) {
+            return;
+        }
+        // SIGTERM to the process and its children, SIGKILL after the grace period.
+        process.descendants().forEach(ProcessHandle::destroy);
+        process.destroy();
+        try {
+            if (!process.waitFor(GRACE_MILLIS, TimeUnit.MILLISECONDS)) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly().waitFor(GRACE_MILLIS, TimeUnit.MILLISECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void copyOutput(String podName, Process process) {
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = reader.readLine()) != null) {
+                if (!stopping) { // the last words of processes we are killing are noise
+                    out.println("[" + podName + "] " + line);
+                }
+            }
+        } catch (IOException e) {
+            // the process is gone
+        }
+    }
+
+    /**
+     * The container's env in order, each value expanded against the ones before it (Kubernetes
+     * rules), and names of the job's pods (<pod>.<job>) mapped to 127.0.0.1.
+     */
+    Map<String, String> environment(List<EnvVar> vars, String jobName, String podName) {
+        Map<String, String> env = new LinkedHashMap<>();
+        if (vars == null) {
+            return env;
+        }
+        for (EnvVar var : vars) {
+            if (var.getValueFrom() != null) {
+                out.println("[" + podName + "] " + var.getName() + " uses valueFrom, which the local mode does not resolve; skipped");
+                continue;
+            }
+            String value = expand(var.getValue() == null ? "" : var.getValue(), env);
+            if (jobName != null && value.endsWith("." + jobName) && value.startsWith(jobName + "-")) {
+                value = "127.0.0.1";
+            }
+            env.put(var.getName(), value);
+        }
+        return env;
+    }
+
+    /** $(VAR) becomes VAR's value when defined, stays as written otherwise; $$ is a literal $. */
+    static String expand(String text, Map<String, String> env) {
+        Matcher matcher = VARIABLE_REFERENCE.matcher(text);
+        StringBuilder result = new StringBuilder();
+        while (matcher.find()) {
+            String replacement = matcher.group(1) == null ? "\\$" : env.containsKey(matcher.group(1))
+                    ? Matcher.quoteReplacement(env.get(matcher.group(1)))
+                    : Matcher.quoteReplacement(matcher.group());
+            matcher.appendReplacement(result, replacement);
+        }
+        matcher.appendTail(result);
+        return result.toString();
+    }
+
+    private void markRunning(Pod pod) {
+        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(Instant.now().toString())
+                .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true)
+                        .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
+                        .build())
+                .build());
+    }
+
+    private void finish(Pod pod, int exitCode, String reason) {
+        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
+                .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false)
+                        .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
+                                .withFinishedAt(Instant.now().toString()).endTerminated().build())
+                        .build())
+                .build());
+    }
+
+    /** Writes the status only to the very pod that ran: a replacement of the same name is left alone. */
+    private void writeStatus(Pod pod, PodStatus status) {
+        try {
+            Pod current = client.pods().inNamespace(namespace).withName(pod.getMetadata().getName()).get();
+            if (current == null || !current.getMetadata().getUid().equals(pod.getMetadata().getUid())) {
+                return;
+            }
+            current.setStatus(status);
+            client.pods().inNamespace(namespace).resource(current).updateStatus();
+        } catch (KubernetesClientException e) {
+            out.println("[local] could not update pod " + pod.getMetadata().getName() + ": " + e.getMessage());
+        }
+    }
+}

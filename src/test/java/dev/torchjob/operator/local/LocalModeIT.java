@@ -1,0 +1,177 @@
+package dev.torchjob.operator.local;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The local mode as a user runs it: the packaged operator as a process, real PyTorch DDP
+ * replicas (Debian's python3-torch, gloo) as its children.
+ */
+class LocalModeIT {
+    static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath();
+    static final Path EXAMPLE = Path.of("kubernetes/examples/local").toAbsolutePath();
+    static final Duration TIMEOUT = Duration.ofMinutes(3);
+
+    @TempDir
+    Path dir;
+
+    record Run(int exitCode, String out, String err, Duration took) {
+    }
+
+    @BeforeEach
+    void copyExample() throws IOException {
+        for (String file : List.of("train.py", ".python-version", "ddp-job.yaml")) {
+            Files.copy(EXAMPLE.resolve(file), dir.resolve(file));
+        }
+    }
+
+    /** A job file in the work folder: the example with extra env for the worker. */
+    Path jobWithWorkerEnv(String name, String... env) throws IOException {
+        String yaml = Files.readString(dir.resolve("ddp-job.yaml"));
+        int worker = yaml.indexOf("- type: worker");
+        StringBuilder extra = new StringBuilder();
+        for (int i = 0; i < env.length; i += 2) {
+            extra.append("\n          - {name: ").append(env[i]).append(", value: \"").append(env[i + 1]).append("\"}");
+        }
+        String edited = yaml.substring(0, worker) + yaml.substring(worker).replaceFirst("- \\{name: EPOCHS, value: \"8\"}",
+                "- {name: EPOCHS, value: \"8\"}" + Matcher.quoteReplacement(extra.toString()));
+        Path file = dir.resolve(name);
+        Files.writeString(file, edited);
+        return file;
+    }
+
+    /**
+     * Starts the runner with SIGINT at its default disposition: a shell running in the background
+     * starts children with SIGINT ignored, which a terminal's Ctrl-C never meets.
+     */
+    static ProcessBuilder runner(Path workDir, String... args) {
+        List<String> command = new ArrayList<>(List.of("python3", "-c",
+                "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
+                "java", "-jar", RUNNER.toString(), "run"));
+        command.addAll(List.of(args));
+        command.addAll(List.of("--metrics-port", "0"));
+        return new ProcessBuilder(command).directory(workDir.toFile());
+    }
+
+    Run run(String... args) throws Exception {
+        Path out = dir.resolve("out-" + UUID.randomUUID() + ".log");
+        Path err = dir.resolve("err-" + UUID.randomUUID() + ".log");
+        Instant start = Instant.now();
+        Process process = runner(dir, args).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
+        return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
+    }
+
+    @Test
+    void theExampleTrainsWithBothRanksAndSucceeds() throws Exception {
+        Run run = run(dir.resolve("ddp-job.yaml").toString());
+        System.out.println("example wall time " + run.took().toMillis() + " ms");
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("[ddp-local-master-0] all-reduce check: rank 0 of 2 got 3, expected 3"), run.out());
+        assertTrue(run.out().contains("[ddp-local-worker-0] all-reduce check: rank 1 of 2 got 3, expected 3"), run.out());
+        Matcher loss = Pattern.compile("loss: first epoch ([0-9.]+), last epoch ([0-9.]+); accuracy ([0-9.]+)").matcher(run.out());
+        assertTrue(loss.find(), run.out());
+        assertTrue(Double.parseDouble(loss.group(2)) < Double.parseDouble(loss.group(1)), "loss decreased");
+        assertTrue(Double.parseDouble(loss.group(3)) >= 0.95, "accuracy " + loss.group(3));
+        assertTrue(Files.size(dir.resolve("model.pt")) > 0, "rank 0 saved the model");
+        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+        assertTrue(run.out().contains("metrics http://127.0.0.1:"), run.out());
+    }
+
+    @Test
+    void aReplicaKilledOnceUnderExitCodeIsRestartedAndTheJobSucceeds() throws Exception {
+        Path job = jobWithWorkerEnv("restart.yaml", "FAIL_ONCE_EXIT_CODE", "137", "FAIL_RANKS", "1");
+        Run run = run(job.toString());
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("ReplicaRestarted: Restarting pod ddp-local-worker-0 (container pytorch) exited with code 137"), run.out());
+        assertTrue(run.out().contains("backoffCount: 1"), run.out());
+        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+    }
+
+    @Test
+    void aReplicaExitingWithOneFailsTheJobAndTheCommand() throws Exception {
+        Path job = jobWithWorkerEnv("fail.yaml", "FAIL_ONCE_EXIT_CODE", "1", "FAIL_RANKS", "1", "FAIL_ALWAYS", "1");
+        Run run = run(job.toString());
+        assertEquals(1, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("pod ddp-local-worker-0 (container pytorch) exited with code 1"), run.out());
+        assertTrue(run.out().contains("phase: \"Failed\""), run.out());
+        assertTrue(run.out().contains("ReplicaFailedPermanently"), run.out());
+    }
+
+    @Test
+    void ctrlCStopsEveryTrainingProcess() throws Exception {
+        String marker = "--run-id=" + UUID.randomUUID();
+        String yaml = Files.readString(dir.resolve("ddp-job.yaml")).replace("value: \"8\"", "value: \"100000\"")
+                .replace("args: [train.py]", "args: [train.py, \"" + marker + "\"]");
+        Files.writeString(dir.resolve("long.yaml"), yaml);
+        Path out = dir.resolve("long.log");
+        Process process = runner(dir, dir.resolve("long.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
+        while (!Files.readString(out).contains("epoch 3/") && Instant.now().isBefore(deadline) && process.isAlive()) {
+            Thread.sleep(200);
+        }
+        assertTrue(Files.readString(out).contains("epoch 3/"), Files.readString(out));
+        assertEquals(2, trainingProcesses(marker).size(), "both replicas run");
+
+        new ProcessBuilder("kill", "-INT", Long.toString(process.pid())).start().waitFor();
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the runner exits on Ctrl-C");
+        assertNotEquals(0, process.exitValue());
+        Instant gone = Instant.now().plus(Duration.ofSeconds(5));
+        while (!trainingProcesses(marker).isEmpty() && Instant.now().isBefore(gone)) {
+            Thread.sleep(100);
+        }
+        assertEquals(List.of(), trainingProcesses(marker), "no training process outlives the runner");
+    }
+
+    static List<ProcessHandle> trainingProcesses(String marker) {
+        return ProcessHandle.allProcesses()
+                .filter(p -> p.info().arguments().map(a -> List.of(a).contains(marker)).orElse(false))
+                .toList();
+    }
+
+    @Test
+    void badInputGetsOneLineErrorAndNoStackTrace() throws Exception {
+        Files.writeString(dir.resolve("broken.yaml"), "apiVersion: [unclosed\n", StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n");
+        Files.writeString(dir.resolve("two-masters.yaml"), """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: bad}
+                spec:
+                  replicaSpecs:
+                  - type: master
+                    replicas: 2
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python3]}]}}
+                """);
+        record Case(String file, String says) {
+        }
+        for (Case c : List.of(new Case("broken.yaml", "error: "), new Case("pod.yaml", "kind Pod (v1) is not PyTorchTrainingJob"),
+                new Case("two-masters.yaml", "spec.replicaSpecs[0].replicas must be 1"), new Case("missing.yaml", "no such file"))) {
+            Run run = run(dir.resolve(c.file()).toString());
+            assertEquals(2, run.exitCode(), c.file());
+            List<String> lines = run.err().lines().toList();
+            assertEquals(1, lines.size(), c.file() + ": " + run.err());
+            assertTrue(lines.get(0).startsWith("error: ") && lines.get(0).contains(c.says()), lines.get(0));
+            assertFalse(run.err().contains("Exception") || run.out().contains("\tat "), run.err());
+        }
+    }
+}
