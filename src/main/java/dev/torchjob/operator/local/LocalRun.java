@@ -9,7 +9,6 @@ import java.util.Set;
 import jakarta.inject.Inject;
 
 import org.eclipse.microprofile.config.ConfigProvider;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -29,13 +28,11 @@ public class LocalRun implements QuarkusApplication {
     @Inject
     KubernetesClient client;
 
-    @ConfigProperty(name = JOB_FILE_PROPERTY)
-    String jobFile;
-
     @Override
     public int run(String... args) throws Exception {
         PrintStream out = System.out;
-        Path file = Path.of(jobFile);
+        // Read here, not injected: this bean exists in every mode, the property only in the local one.
+        Path file = Path.of(ConfigProvider.getConfig().getValue(JOB_FILE_PROPERTY, String.class));
         PyTorchTrainingJob job = LocalLauncher.read(file);
         job.getMetadata().setNamespace(LocalLauncher.NAMESPACE);
         String name = job.getMetadata().getName();
