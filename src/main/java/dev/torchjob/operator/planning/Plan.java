@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 
@@ -16,13 +17,14 @@ public record Plan(
         PyTorchTrainingJobStatus status,
         boolean statusChanged,
         Optional<Service> serviceToCreate,
+        Optional<GenericKubernetesResource> podGroupToCreate,
         List<Pod> podsToCreate,
         List<PodDeletion> podsToDelete,
         List<JobEvent> events,
         Optional<Duration> recheckAfter) {
 
     public enum DeletionReason {
-        RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN
+        RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN, PAUSE
     }
 
     /** resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name. */

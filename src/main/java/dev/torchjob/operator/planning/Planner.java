@@ -35,6 +35,7 @@ import dev.torchjob.operator.planning.Plan.JobEvent;
 import dev.torchjob.operator.planning.Plan.PodDeletion;
 import io.fabric8.kubernetes.api.model.ContainerState;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
@@ -55,8 +56,17 @@ public final class Planner {
     private Planner() {
     }
 
+    public static final String REASON_DEBUG_MODE = "DebugMode";
+    public static final String REASON_SCHEDULER_UNAVAILABLE = "SchedulerUnavailable";
+    static final Duration SCHEDULER_RECHECK = Duration.ofSeconds(60);
+
+    public static Plan plan(Observation observation) {
+        return new Pass(observation).run();
+    }
+
+    /** A job that does not use the T9k scheduler, or whose PodGroup is still to be created. */
     public static Plan plan(PyTorchTrainingJob job, Collection<Pod> observedPods, boolean serviceExists, Instant now) {
-        return new Pass(job, observedPods, serviceExists, now).run();
+        return plan(Observation.of(job, observedPods, serviceExists, now));
     }
 
     /** A replica that stopped, with the slot it belongs to and the UID of its last pod. */
@@ -71,26 +81,33 @@ public final class Planner {
         private final PyTorchTrainingJobStatus next;
         private final Map<String, Pod> pods;
         private final boolean serviceExists;
+        private final Observation.PodGroupState podGroup;
         private final Instant now;
         private final String nowText;
         private final List<Pod> creates = new ArrayList<>();
         private final List<PodDeletion> deletes = new ArrayList<>();
         private final List<JobEvent> events = new ArrayList<>();
         private Service serviceToCreate;
+        private GenericKubernetesResource podGroupToCreate;
         private Duration recheckAfter;
 
-        Pass(PyTorchTrainingJob job, Collection<Pod> observedPods, boolean serviceExists, Instant now) {
-            this.job = job;
+        Pass(Observation observation) {
+            this.job = observation.job();
+            PyTorchTrainingJob job = observation.job();
+            Collection<Pod> observedPods = observation.pods();
+            Instant now = observation.now();
+            this.podGroup = observation.podGroup();
             this.spec = job.getSpec();
             this.previous = job.getStatus() == null ? new PyTorchTrainingJobStatus() : job.getStatus();
             this.next = JSON.convertValue(previous, PyTorchTrainingJobStatus.class);
             this.pods = ownedPods(job, observedPods);
-            this.serviceExists = serviceExists;
+            this.serviceExists = observation.serviceExists();
             this.now = now.truncatedTo(ChronoUnit.SECONDS);
             this.nowText = this.now.toString();
         }
 
         Plan run() {
+            boolean firstPass = previous.observedGeneration == null;
             next.observedGeneration = job.getMetadata().getGeneration();
             next.selector = JobLabels.selectorOf(job.getMetadata().getName());
             if (next.backoffCount == null) {
@@ -104,7 +121,25 @@ public final class Planner {
                 events.add(JobEvent.warning(REASON_INVALID_SPEC, problem.get()));
                 return fail(REASON_INVALID_SPEC, problem.get(), null);
             }
+            if (firstPass) {
+                warnAboutFieldsNotActedOn();
+            }
             JobTopology topology = JobTopology.of(job);
+            if (spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.isOn()) {
+                return paused(topology);
+            }
+            if (Conditions.isTrue(previous.conditions, JobCondition.PAUSED)) {
+                // Resuming: startTime restarts with the new pods; backoffCount is kept.
+                next.startTime = null;
+                events.add(JobEvent.normal("Resumed", "Resuming: recreating the pods"
+                        + (hasResumeSpecs() ? " with runMode.pause.resumeSpecs" : "") + "."));
+            }
+            if (podGroup == Observation.PodGroupState.API_MISSING) {
+                return schedulerUnavailable(topology);
+            }
+            if (spec.runMode != null && spec.runMode.debug != null && spec.runMode.debug.isOn()) {
+                return debug(topology);
+            }
             pruneCountedRestarts();
 
             Optional<Instant> deadline = deadline();
@@ -182,8 +217,11 @@ public final class Planner {
             if (!serviceExists) {
                 serviceToCreate = PodTemplates.headlessService(job, topology);
             }
+            createPodGroupIfMissing(topology);
+            boolean resumed = Conditions.find(previous.conditions, JobCondition.PAUSED) != null;
             for (ReplicaSlot slot : missing) {
-                creates.add(PodTemplates.pod(job, topology, slot));
+                creates.add(PodTemplates.pod(job, topology, slot,
+                        resumed ? PodOverrides.resume(spec, slot.type()) : PodOverrides.NONE));
             }
             if (!creates.isEmpty()) {
                 if (next.startTime == null) {
@@ -204,8 +242,12 @@ public final class Planner {
             boolean allRunning = topology.slots().stream().allMatch(s -> isRunningOrDone(s, pods.get(s.podName())));
             boolean initialized = allCreated || Conditions.isTrue(previous.conditions, JobCondition.INITIALIZED);
             boolean running = allRunning || Conditions.isTrue(previous.conditions, JobCondition.RUNNING);
-            next.phase = running ? JobPhase.Running : JobPhase.Pending;
-            next.conditions = new Conditions(previous.conditions, nowText)
+            next.phase = running ? JobPhase.Running : resumed ? JobPhase.Resuming : JobPhase.Pending;
+            Conditions conditions = new Conditions(previous.conditions, nowText);
+            if (resumed) {
+                conditions.set(JobCondition.PAUSED, false, "Resumed", "The job was paused and has been resumed.");
+            }
+            next.conditions = conditions
                     .set(JobCondition.INITIALIZED, initialized, initialized ? "PodsCreated" : "CreatingPods",
                             initialized ? "The job's Service and pods have been created." : "Creating the job's Service and pods.")
                     .set(JobCondition.RUNNING, running, running ? "AllReplicasRunning" : "WaitingForReplicas",
@@ -252,6 +294,126 @@ public final class Planner {
                 return "Restarting " + next.countedRestarts.stream().map(c -> c.pod).collect(Collectors.joining(", ")) + ".";
             }
             return "All replicas are healthy.";
+        }
+
+        // ---- run modes (spec §9) and scheduling (spec §10) ---------------------------------------
+
+        /** Pause: delete every pod (never counted), create none; Paused once all are gone. */
+        private Plan paused(JobTopology topology) {
+            pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.PAUSE));
+            boolean allGone = pods.isEmpty();
+            next.countedRestarts = null;
+            next.tasks = tasks(topology, false);
+            // Pods deleted by the pause are forgotten, so resuming never takes them for vanished.
+            next.tasks.forEach(task -> task.replicas.stream().filter(r -> r.phase == ReplicaPhase.Deleted).forEach(r -> r.uid = null));
+            next.aggregate = aggregate(next.tasks);
+            next.phase = allGone ? JobPhase.Paused : previous.phase == null ? JobPhase.Pending : previous.phase;
+            boolean initialized = Conditions.isTrue(previous.conditions, JobCondition.INITIALIZED);
+            String pausedMessage = allGone ? "All pods are deleted; set runMode.pause.enabled to false to resume."
+                    : "Deleting " + pods.size() + " pods.";
+            next.conditions = new Conditions(previous.conditions, nowText)
+                    .set(JobCondition.INITIALIZED, initialized, initialized ? "PodsCreated" : "Paused",
+                            initialized ? "The job's Service and pods have been created." : "The job was created paused.")
+                    .set(JobCondition.RUNNING, false, "Paused", pausedMessage)
+                    .set(JobCondition.REPLICA_FAILURE, false, "Paused", pausedMessage)
+                    .set(JobCondition.COMPLETED, false, "Paused", "The job has not finished.")
+                    .set(JobCondition.FAILED, false, "Paused", "The job has not failed.")
+                    .set(JobCondition.PAUSED, allGone, allGone ? "Paused" : "Pausing", pausedMessage)
+                    .build();
+            if (allGone && !Conditions.isTrue(previous.conditions, JobCondition.PAUSED)) {
+                events.add(JobEvent.normal("Paused", "The job is paused: " + pausedMessage));
+            }
+            return finish();
+        }
+
+        /** Debug: the environment of a training replica, the debug command, no restarts, no outcome. */
+        private Plan debug(JobTopology topology) {
+            List<ReplicaSlot> missing = topology.slots().stream().filter(s -> !pods.containsKey(s.podName())).toList();
+            if (!serviceExists) {
+                serviceToCreate = PodTemplates.headlessService(job, topology);
+            }
+            createPodGroupIfMissing(topology);
+            for (ReplicaSlot slot : missing) {
+                creates.add(PodTemplates.pod(job, topology, slot, PodOverrides.debug(spec, slot.type())));
+            }
+            if (!creates.isEmpty()) {
+                if (next.startTime == null) {
+                    next.startTime = nowText;
+                }
+                events.add(JobEvent.normal("PodsCreated", "Created debug pods " + creates.stream()
+                        .map(p -> p.getMetadata().getName()).collect(Collectors.joining(", "))));
+            }
+            next.countedRestarts = null;
+            next.tasks = tasks(topology, true);
+            next.aggregate = aggregate(next.tasks);
+            boolean allCreated = serviceExists && missing.isEmpty();
+            boolean allRunning = topology.slots().stream().allMatch(s -> "Running".equals(phaseOrNull(pods.get(s.podName()))));
+            boolean initialized = allCreated || Conditions.isTrue(previous.conditions, JobCondition.INITIALIZED);
+            boolean running = allRunning || Conditions.isTrue(previous.conditions, JobCondition.RUNNING);
+            List<String> failed = topology.slots().stream().filter(s -> "Failed".equals(phaseOrNull(pods.get(s.podName()))))
+                    .map(ReplicaSlot::podName).toList();
+            String debugMessage = "Debug mode: the pods run the debug command; the operator restarts nothing and decides no outcome.";
+            next.phase = running ? JobPhase.Running : JobPhase.Pending;
+            next.conditions = new Conditions(previous.conditions, nowText)
+                    .set(JobCondition.INITIALIZED, initialized, initialized ? "PodsCreated" : "CreatingPods",
+                            initialized ? "The job's Service and pods have been created." : "Creating the job's Service and pods.")
+                    .set(JobCondition.RUNNING, running, running ? REASON_DEBUG_MODE : "WaitingForReplicas",
+                            running ? debugMessage : "Waiting for all debug pods to run.")
+                    .set(JobCondition.REPLICA_FAILURE, !failed.isEmpty(), REASON_DEBUG_MODE,
+                            failed.isEmpty() ? "All replicas are healthy." : "Debug pods failed (not restarted): " + String.join(", ", failed))
+                    .set(JobCondition.COMPLETED, false, REASON_DEBUG_MODE, debugMessage)
+                    .set(JobCondition.FAILED, false, REASON_DEBUG_MODE, debugMessage)
+                    .build();
+            return finish();
+        }
+
+        /** Without the PodGroup API the T9k scheduler cannot gang-schedule: wait, create nothing, say why. */
+        private Plan schedulerUnavailable(JobTopology topology) {
+            String message = "The T9k scheduler's PodGroup API (" + PodTemplates.POD_GROUP_API_VERSION
+                    + ") is not installed in this cluster: install the T9k scheduler, or remove spec.scheduler to use the default scheduler.";
+            next.phase = JobPhase.Pending;
+            next.tasks = tasks(topology, true);
+            next.aggregate = aggregate(next.tasks);
+            next.conditions = new Conditions(previous.conditions, nowText)
+                    .set(JobCondition.INITIALIZED, false, REASON_SCHEDULER_UNAVAILABLE, message)
+                    .set(JobCondition.RUNNING, false, "WaitingForScheduler", message)
+                    .set(JobCondition.REPLICA_FAILURE, false, "AllReplicasHealthy", "All replicas are healthy.")
+                    .set(JobCondition.COMPLETED, false, "Active", "The job has not finished.")
+                    .set(JobCondition.FAILED, false, "Active", "The job has not failed.")
+                    .build();
+            JobCondition before = Conditions.find(previous.conditions, JobCondition.INITIALIZED);
+            if (before == null || !REASON_SCHEDULER_UNAVAILABLE.equals(before.reason)) {
+                events.add(JobEvent.warning(REASON_SCHEDULER_UNAVAILABLE, message));
+            }
+            recheckAfter = SCHEDULER_RECHECK; // the API may be installed later; no event would tell us
+            return finish();
+        }
+
+        private void createPodGroupIfMissing(JobTopology topology) {
+            if (podGroup == Observation.PodGroupState.MISSING) {
+                podGroupToCreate = PodTemplates.podGroup(job, topology);
+            }
+        }
+
+        private boolean hasResumeSpecs() {
+            return spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.resumeSpecs != null
+                    && !spec.runMode.pause.resumeSpecs.isEmpty();
+        }
+
+        /** Spec §12: accepted for compatibility, said once. */
+        private void warnAboutFieldsNotActedOn() {
+            if (spec.tensorboardSpec != null) {
+                events.add(JobEvent.warning("TensorBoardNotManaged",
+                        "spec.tensorboardSpec is kept, but TensorBoard is not managed by this operator."));
+            }
+            if (spec.torchrunConfig != null && spec.torchrunConfig.minNodes != null) {
+                events.add(JobEvent.warning("IgnoredField",
+                        "spec.torchrunConfig.minNodes is a legacy field and is ignored; use elastic.minReplicas."));
+            }
+        }
+
+        private static String phaseOrNull(Pod pod) {
+            return pod == null ? null : phaseOf(pod);
         }
 
         // ---- terminal transitions --------------------------------------------------------------
@@ -301,6 +463,15 @@ public final class Planner {
             next.tasks = refreshedTasks();
             cleanUp(failedReason());
             next.aggregate = aggregate(next.tasks);
+            if (spec != null && spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.isOn()) {
+                JobCondition paused = Conditions.find(previous.conditions, JobCondition.PAUSED);
+                if (paused == null || !"JobFinished".equals(paused.reason)) {
+                    events.add(JobEvent.warning("PauseIgnored", "The job has " + previous.phase + "; pausing it changes nothing."));
+                }
+                next.conditions = new Conditions(previous.conditions, nowText)
+                        .set(JobCondition.PAUSED, false, "JobFinished", "The job has finished; pausing it changes nothing.")
+                        .build();
+            }
             return finish();
         }
 
@@ -325,7 +496,8 @@ public final class Planner {
 
         private Plan finish() {
             boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
-            return new Plan(next, changed, Optional.ofNullable(serviceToCreate), List.copyOf(creates), List.copyOf(deletes),
+            return new Plan(next, changed, Optional.ofNullable(serviceToCreate), Optional.ofNullable(podGroupToCreate),
+                    List.copyOf(creates), List.copyOf(deletes),
                     List.copyOf(events), Optional.ofNullable(recheckAfter));
         }
 
@@ -374,7 +546,9 @@ public final class Planner {
                 replica.phase = active ? ReplicaPhase.Creating : ReplicaPhase.Deleted;
                 return replica;
             }
-            replica.uid = uidOf(pod);
+            // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
+            // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
+            replica.uid = isTerminating(pod) && !isCounted(pod) ? (before == null ? null : before.uid) : uidOf(pod);
             replica.phase = ReplicaPhase.valueOf(phaseOrUnknown(pod));
             if (pod.getStatus() != null && pod.getStatus().getContainerStatuses() != null) {
                 for (ContainerStatus status : pod.getStatus().getContainerStatuses()) {

@@ -12,6 +12,7 @@ import dev.torchjob.operator.api.TorchrunConfig;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
 import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
@@ -57,7 +58,18 @@ public final class PodTemplates {
         return DEFAULT_MASTER_PORT;
     }
 
+    public static final String T9K_SCHEDULER_NAME = "t9k-scheduler";
+    public static final String GROUP_NAME_LABEL = "scheduler.tensorstack.dev/group-name";
+    public static final String QUEUE_LABEL = "scheduler.tensorstack.dev/queue";
+    public static final String ROLE_LABEL = "scheduler.tensorstack.dev/role";
+    public static final String POD_GROUP_API_VERSION = "scheduler.tensorstack.dev/v1beta1";
+    public static final String POD_GROUP_KIND = "PodGroup";
+
     public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot) {
+        return pod(job, topology, slot, PodOverrides.NONE);
+    }
+
+    public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot, PodOverrides overrides) {
         // The builder copies the template deeply, so the job's spec is never mutated.
         PodTemplateSpec template = new PodTemplateSpecBuilder(slot.template()).build();
         ObjectMeta templateMeta = template.getMetadata() == null ? new ObjectMeta() : template.getMetadata();
@@ -82,11 +94,31 @@ public final class PodTemplates {
         spec.setRestartPolicy("Never");
         spec.setHostname(slot.podName());
         spec.setSubdomain(job.getMetadata().getName());
+        if (overrides.skipInitContainers()) {
+            spec.setInitContainers(null);
+        }
+        var t9k = job.getSpec().scheduler == null ? null : job.getSpec().scheduler.t9kScheduler;
+        if (t9k != null) {
+            spec.setSchedulerName(T9K_SCHEDULER_NAME);
+            labels.put(GROUP_NAME_LABEL, job.getMetadata().getName());
+            if (t9k.queue != null) {
+                labels.put(QUEUE_LABEL, t9k.queue);
+            }
+            labels.put(ROLE_LABEL, slot.type());
+        }
 
         Container training = trainingContainer(spec.getContainers());
         training.setEnv(environment(training.getEnv(), topology, slot));
-        torchrun(job.getSpec(), topology, slot, job.getMetadata().getUid())
-                .ifPresent(args -> {
+        if (overrides.command() != null) {
+            training.setCommand(new ArrayList<>(overrides.command()));
+        }
+        if (overrides.args() != null) {
+            training.setArgs(overrides.args().isEmpty() ? null : new ArrayList<>(overrides.args()));
+        }
+        Optional<List<String>> torchrunArgs = overrides.torchrun()
+                ? torchrun(job.getSpec(), topology, slot, job.getMetadata().getUid())
+                : Optional.empty();
+        torchrunArgs.ifPresent(args -> {
                     List<String> all = new ArrayList<>(args);
                     if (training.getArgs() != null) {
                         all.addAll(training.getArgs());
@@ -168,6 +200,30 @@ public final class PodTemplates {
                 .addNewPort().withName(MASTER_PORT_NAME).withPort(masterPort(topology)).withProtocol("TCP").endPort()
                 .endSpec()
                 .build();
+    }
+
+    /** The T9k scheduler's gang: all replicas (elastic: minReplicas) must fit before any starts. */
+    public static GenericKubernetesResource podGroup(PyTorchTrainingJob job, JobTopology topology) {
+        var t9k = job.getSpec().scheduler.t9kScheduler;
+        var elastic = job.getSpec().elastic;
+        int minMember = elastic != null && elastic.isOn() ? elastic.minReplicas : topology.worldSize();
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("minMember", minMember);
+        if (t9k.queue != null) {
+            spec.put("queue", t9k.queue);
+        }
+        spec.put("priority", t9k.priority == null ? 0 : t9k.priority);
+        GenericKubernetesResource podGroup = new GenericKubernetesResource();
+        podGroup.setApiVersion(POD_GROUP_API_VERSION);
+        podGroup.setKind(POD_GROUP_KIND);
+        ObjectMeta meta = new ObjectMeta();
+        meta.setName(job.getMetadata().getName());
+        meta.setNamespace(job.getMetadata().getNamespace());
+        meta.setLabels(JobLabels.ofJob(job.getMetadata().getName()));
+        meta.setOwnerReferences(List.of(ownerReference(job)));
+        podGroup.setMetadata(meta);
+        podGroup.setAdditionalProperty("spec", spec);
+        return podGroup;
     }
 
     public static OwnerReference ownerReference(PyTorchTrainingJob job) {

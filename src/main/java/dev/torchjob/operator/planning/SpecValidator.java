@@ -38,10 +38,6 @@ public final class SpecValidator {
         if (spec == null || spec.replicaSpecs == null || spec.replicaSpecs.isEmpty()) {
             return Optional.of("spec.replicaSpecs must have at least one entry");
         }
-        Optional<String> unsupported = notYetSupported(spec);
-        if (unsupported.isPresent()) {
-            return unsupported;
-        }
         Optional<String> elastic = elasticProblem(spec);
         if (elastic.isPresent()) {
             return elastic;
@@ -104,21 +100,6 @@ public final class SpecValidator {
             if (priority != null && (priority < 0 || priority > 100)) {
                 return Optional.of("spec.scheduler.t9kScheduler.priority must be between 0 and 100 (found " + priority + ")");
             }
-        }
-        return Optional.empty();
-    }
-
-    /** Modes this version does not run yet: refused, never run in the wrong mode. */
-    private static Optional<String> notYetSupported(PyTorchTrainingJobSpec spec) {
-        if (spec.runMode != null && spec.runMode.debug != null && spec.runMode.debug.isOn()) {
-            return Optional.of("spec.runMode.debug is not supported by this operator version yet; remove it to train normally");
-        }
-        if (spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.isOn()) {
-            return Optional.of("spec.runMode.pause is not supported by this operator version yet; remove it to train normally");
-        }
-        if (spec.scheduler != null && spec.scheduler.t9kScheduler != null) {
-            return Optional.of("spec.scheduler.t9kScheduler is not supported by this operator version yet; "
-                    + "remove spec.scheduler to use the cluster's default scheduler");
         }
         return Optional.empty();
     }

@@ -22,7 +22,8 @@ import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
  * Applies a plan to the API server in the order that keeps restart counting exactly-once:
- * status first (it records which pod UIDs were counted), then deletes, then creates, then events.
+ * status first (it records which pod UIDs were counted), then deletes, then creates (PodGroup,
+ * Service, pods), then events.
  */
 @ApplicationScoped
 public class PlanExecutor {
@@ -35,6 +36,9 @@ public class PlanExecutor {
     @Inject
     JobEventRecorder events;
 
+    @Inject
+    PodGroupApi podGroups;
+
     public void apply(PyTorchTrainingJob job, Plan plan, Context<PyTorchTrainingJob> context) {
         if (plan.statusChanged()) {
             // Caches the written resource, so the next pass never plans from a status older than this one.
@@ -45,6 +49,7 @@ public class PlanExecutor {
         }
         String namespace = job.getMetadata().getNamespace();
         inParallel(plan.podsToDelete().stream().map(deletion -> Uni.createFrom().item(() -> delete(namespace, deletion))).toList());
+        plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
         plan.serviceToCreate().ifPresent(service -> createIgnoringExisting(() -> client.services().resource(service).create()));
         inParallel(plan.podsToCreate().stream().map(pod -> Uni.createFrom().item(() -> create(job, pod))).toList());
         plan.events().forEach(event -> events.record(job, event));

@@ -11,6 +11,7 @@ import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.planning.JobLabels;
+import dev.torchjob.operator.planning.Observation;
 import dev.torchjob.operator.planning.Plan;
 import dev.torchjob.operator.planning.Planner;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -41,6 +42,9 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
     @Inject
     Clock clock;
 
+    @Inject
+    PodGroupApi podGroups;
+
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
         return List.of(ownedBy(Pod.class, context), ownedBy(Service.class, context));
@@ -67,7 +71,7 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
-        Plan plan = Planner.plan(job, pods, serviceExists, clock.instant());
+        Plan plan = Planner.plan(new Observation(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()));
         LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
                 job.getMetadata().getName(), plan.status().phase, plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());

@@ -65,6 +65,7 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
         assertEquals(Set.of("create"), verbs.get("events"));
+        assertEquals(Set.of("get", "create"), verbs.get("podgroups"));
         role.getRules().forEach(rule -> {
             assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
             assertFalse(rule.getResources().contains("*"), "no wildcard resources");

@@ -49,22 +49,4 @@ class ElasticScalingTest {
         assertTrue(cluster.plans.stream().flatMap(p -> p.podsToDelete().stream())
                 .allMatch(d -> d.reason() == Plan.DeletionReason.SCALE_DOWN));
     }
-
-    @Test
-    void modesNotYetImplementedAreRefusedRatherThanRunWrongly() {
-        for (String mode : List.of("runMode: {debug: {enabled: true}}", "runMode: {pause: {enabled: true}}",
-                "scheduler: {t9kScheduler: {queue: default}}")) {
-            InMemoryCluster cluster = new InMemoryCluster("""
-                    metadata: {name: m}
-                    spec:
-                      %s
-                      replicaSpecs:
-                      - type: worker
-                        template: {spec: {containers: [{name: pytorch, image: torch}]}}
-                    """.formatted(mode));
-            Plan plan = cluster.plan();
-            assertTrue(plan.podsToCreate().isEmpty(), mode);
-            assertTrue(plan.events().get(0).message().contains("not supported by this operator version yet"), mode);
-        }
-    }
 }

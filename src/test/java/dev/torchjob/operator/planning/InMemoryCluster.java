@@ -25,6 +25,8 @@ final class InMemoryCluster {
     PyTorchTrainingJob job;
     final Map<String, Pod> pods = new LinkedHashMap<>();
     boolean serviceExists;
+    boolean podGroupApiInstalled = true;
+    boolean podGroupExists;
     Instant now = Instant.parse("2026-01-01T00:00:00Z");
     final List<Plan> plans = new ArrayList<>();
     int resourceVersion = 1;
@@ -50,7 +52,11 @@ final class InMemoryCluster {
     }
 
     Plan plan() {
-        Plan plan = Planner.plan(job, new ArrayList<>(pods.values()), serviceExists, now);
+        Observation.PodGroupState podGroup = Observation.of(job, List.of(), false, now).podGroup() == Observation.PodGroupState.NOT_NEEDED
+                ? Observation.PodGroupState.NOT_NEEDED
+                : !podGroupApiInstalled ? Observation.PodGroupState.API_MISSING
+                : podGroupExists ? Observation.PodGroupState.EXISTS : Observation.PodGroupState.MISSING;
+        Plan plan = Planner.plan(new Observation(job, new ArrayList<>(pods.values()), serviceExists, podGroup, now));
         plans.add(plan);
         return plan;
     }
@@ -62,6 +68,7 @@ final class InMemoryCluster {
     void applyPods(Plan plan) {
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
         plan.serviceToCreate().ifPresent(s -> serviceExists = true);
+        plan.podGroupToCreate().ifPresent(g -> podGroupExists = true);
         for (Pod pod : plan.podsToCreate()) {
             Pod created = SERIALIZATION.clone(pod);
             created.getMetadata().setUid(UUID.randomUUID().toString());
@@ -76,7 +83,7 @@ final class InMemoryCluster {
         for (int i = 0; i < 20; i++) {
             Plan plan = reconcile();
             if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
-                    && plan.serviceToCreate().isEmpty()) {
+                    && plan.serviceToCreate().isEmpty() && plan.podGroupToCreate().isEmpty()) {
                 return;
             }
         }

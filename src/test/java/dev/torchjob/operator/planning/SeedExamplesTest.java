@@ -61,6 +61,27 @@ class SeedExamplesTest {
     }
 
     @Test
+    void modeExamplesYieldTheirPods() throws IOException {
+        Path t9k = Path.of("kubernetes/examples/t9k");
+        InMemoryCluster scheduled = new InMemoryCluster(Files.readString(t9k.resolve("09-t9k-scheduler.yaml")));
+        Plan plan = scheduled.plan();
+        assertEquals(4, plan.podsToCreate().size());
+        assertEquals("t9k-scheduler", plan.podsToCreate().get(0).getSpec().getSchedulerName());
+        assertTrue(plan.podGroupToCreate().isPresent());
+
+        List<Pod> sshd = firstPlan(t9k.resolve("10-debug-sshd.yaml")).podsToCreate();
+        assertEquals(List.of("/usr/bin/sshd"), training(sshd.get(1)).getCommand());
+        List<Pod> sleeping = firstPlan(t9k.resolve("11-debug-default.yaml")).podsToCreate();
+        assertEquals(List.of("sleep", "inf"), training(sleeping.get(0)).getCommand());
+
+        for (String paused : List.of("12-pause-resume-specs.yaml", "13-pause-default.yaml")) {
+            Plan pausedPlan = firstPlan(t9k.resolve(paused));
+            assertEquals(JobPhase.Paused, pausedPlan.status().phase, paused);
+            assertTrue(pausedPlan.podsToCreate().isEmpty(), paused);
+        }
+    }
+
+    @Test
     void resourcesVolumesAndSecretEnvAreCarriedIntoThePods() throws IOException {
         Pod resources = firstPlan(Path.of("kubernetes/examples/t9k/02-resources.yaml")).podsToCreate().get(0);
         assertEquals("4Gi", training(resources).getResources().getLimits().get("memory").toString());
