@@ -21,7 +21,12 @@ public record Plan(
         List<Pod> podsToCreate,
         List<PodDeletion> podsToDelete,
         List<JobEvent> events,
+        List<RestartCounted> restarts,
         Optional<Duration> recheckAfter) {
+
+    /** A restart this plan counts: which replica type, and why (exit code, evicted, vanished, succeeded). */
+    public record RestartCounted(String replicaType, String cause) {
+    }
 
     public enum DeletionReason {
         RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN, PAUSE

@@ -87,6 +87,7 @@ public final class Planner {
         private final List<Pod> creates = new ArrayList<>();
         private final List<PodDeletion> deletes = new ArrayList<>();
         private final List<JobEvent> events = new ArrayList<>();
+        private final List<Plan.RestartCounted> restarts = new ArrayList<>();
         private Service serviceToCreate;
         private GenericKubernetesResource podGroupToCreate;
         private Duration recheckAfter;
@@ -273,12 +274,16 @@ public final class Planner {
         private void countRestart(Stopped s) {
             next.backoffCount++;
             TaskStatus task = taskOf(next.tasks, s.slot().type());
-            int restarts = task == null || task.restartCount == null ? 0 : task.restartCount;
-            restartCounts.merge(s.slot().type(), restarts + 1, Math::max);
+            int typeRestarts = task == null || task.restartCount == null ? 0 : task.restartCount;
+            restartCounts.merge(s.slot().type(), typeRestarts + 1, Math::max);
             if (next.countedRestarts == null) {
                 next.countedRestarts = new ArrayList<>();
             }
             next.countedRestarts.add(new CountedRestart(s.slot().podName(), s.podUid()));
+            restarts.add(new Plan.RestartCounted(s.slot().type(),
+                    s.ending().cause() == ReplicaEnding.Cause.FAILED && s.ending().exitCode() != null
+                            ? s.ending().exitCode().toString()
+                            : s.ending().cause().name().toLowerCase()));
             events.add(JobEvent.warning("ReplicaRestarted", "Restarting " + s.ending().describe() + " (restart "
                     + next.backoffCount + " of backoffLimit " + backoffLimit() + ")"));
         }
@@ -498,7 +503,7 @@ public final class Planner {
             boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
             return new Plan(next, changed, Optional.ofNullable(serviceToCreate), Optional.ofNullable(podGroupToCreate),
                     List.copyOf(creates), List.copyOf(deletes),
-                    List.copyOf(events), Optional.ofNullable(recheckAfter));
+                    List.copyOf(events), List.copyOf(restarts), Optional.ofNullable(recheckAfter));
         }
 
         // ---- replica view ------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.planning.Plan;
 import dev.torchjob.operator.planning.Plan.PodDeletion;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -39,13 +41,20 @@ public class PlanExecutor {
     @Inject
     PodGroupApi podGroups;
 
+    @Inject
+    JobMetrics metrics;
+
     public void apply(PyTorchTrainingJob job, Plan plan, Context<PyTorchTrainingJob> context) {
         if (plan.statusChanged()) {
+            PyTorchTrainingJobStatus before = job.getStatus();
             // Caches the written resource, so the next pass never plans from a status older than this one.
             PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(job, context, fresh -> {
                 fresh.setStatus(plan.status());
                 return fresh;
             });
+            metrics.statusWritten(job, before, plan); // counted once: when the transition is written
+        } else {
+            metrics.observe(job, plan.status());
         }
         String namespace = job.getMetadata().getNamespace();
         inParallel(plan.podsToDelete().stream().map(deletion -> Uni.createFrom().item(() -> delete(namespace, deletion))).toList());

@@ -1,0 +1,189 @@
+package dev.torchjob.operator.metrics;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import jakarta.inject.Inject;
+import jakarta.inject.Singleton;
+
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.planning.Plan;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+
+/**
+ * Job metrics, fed from status transitions at the moment the operator writes them: a transition
+ * is written once (optimistic locking), so it is counted once, and an operator that restarts
+ * finds it already written and does not count it again. Kubeflow-compatible names and labels
+ * where Kubeflow has a metric (spec §11).
+ */
+@Singleton
+public class JobMetrics {
+    public static final String FRAMEWORK = "pytorch";
+    static final String NAMESPACE_TAG = "job_namespace";
+    static final Duration[] TIME_TO_RUNNING_BUCKETS = seconds(1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600);
+    static final Duration[] DURATION_BUCKETS = seconds(10, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200);
+
+    private final MeterRegistry registry;
+    private final Clock clock;
+    /** The phase and creation time of every job this operator reconciles, for the gauges. */
+    private final Map<ResourceID, Seen> jobs = new ConcurrentHashMap<>();
+    private final Set<String> namespacesWithGauges = ConcurrentHashMap.newKeySet();
+
+    private record Seen(JobPhase phase, Instant created) {
+    }
+
+    @Inject
+    public JobMetrics(MeterRegistry registry, Clock clock) {
+        this.registry = registry;
+        this.clock = clock;
+    }
+
+    /** Every pass: what the job's phase is now (for the by-phase and pending-age gauges). */
+    public void observe(PyTorchTrainingJob job, PyTorchTrainingJobStatus status) {
+        String namespace = job.getMetadata().getNamespace();
+        registerNamespace(namespace);
+        JobPhase phase = status == null || status.phase == null ? JobPhase.Pending : status.phase;
+        jobs.put(ResourceID.fromResource(job), new Seen(phase, instant(job.getMetadata().getCreationTimestamp())));
+    }
+
+    /** After the status was written: count the transitions between the two. */
+    public void statusWritten(PyTorchTrainingJob job, PyTorchTrainingJobStatus before, Plan plan) {
+        PyTorchTrainingJobStatus after = plan.status();
+        String namespace = job.getMetadata().getNamespace();
+        registerNamespace(namespace);
+        if (before == null || before.observedGeneration == null) {
+            kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace).increment();
+        }
+        JobPhase was = before == null ? null : before.phase;
+        if (after.phase != was && after.phase == JobPhase.Succeeded) {
+            kubeflowCounter("training_operator_jobs_successful", "Jobs that succeeded", namespace).increment();
+            recordDuration(namespace, "Succeeded", after);
+        }
+        if (after.phase != was && after.phase == JobPhase.Failed) {
+            kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace).increment();
+            recordDuration(namespace, "Failed", after);
+        }
+        if (after.phase == JobPhase.Running && (was == null || was == JobPhase.Pending)) {
+            Instant created = instant(job.getMetadata().getCreationTimestamp());
+            JobCondition running = after.conditions.stream().filter(c -> JobCondition.RUNNING.equals(c.type)).findFirst().orElse(null);
+            Instant ran = running == null ? null : instant(running.lastTransitionTime);
+            if (created != null && ran != null && !ran.isBefore(created)) {
+                timeToRunning(namespace).record(Duration.between(created, ran));
+            }
+        }
+        for (Plan.RestartCounted restart : plan.restarts()) {
+            kubeflowCounter("training_operator_jobs_restarted", "Replica restarts of jobs", namespace).increment();
+            Counter.builder("pytorchtrainingjob_replica_restarts")
+                    .description("Replica restarts by replica type and exit code (or evicted, vanished, succeeded)")
+                    .tag(NAMESPACE_TAG, namespace)
+                    .tag("replica_type", restart.replicaType())
+                    .tag("exit_code", restart.cause())
+                    .register(registry)
+                    .increment();
+        }
+        observe(job, after);
+    }
+
+    /** The job is gone from the cluster. */
+    public void jobDeleted(ResourceID job) {
+        String namespace = job.getNamespace().orElse("");
+        kubeflowCounter("training_operator_jobs_deleted", "Jobs deleted", namespace).increment();
+        jobs.remove(job);
+    }
+
+    private void recordDuration(String namespace, String outcome, PyTorchTrainingJobStatus status) {
+        Instant start = instant(status.startTime);
+        Instant end = instant(status.completionTime);
+        if (start != null && end != null && !end.isBefore(start)) {
+            duration(namespace, outcome).record(Duration.between(start, end));
+        }
+    }
+
+    private Timer duration(String namespace, String outcome) {
+        return Timer.builder("pytorchtrainingjob_duration")
+                .description("From the job's start (pods first created) until it succeeded or failed")
+                .tag(NAMESPACE_TAG, namespace)
+                .tag("outcome", outcome)
+                .serviceLevelObjectives(DURATION_BUCKETS)
+                .register(registry);
+    }
+
+    private Timer timeToRunning(String namespace) {
+        return Timer.builder("pytorchtrainingjob_time_to_running")
+                .description("From job creation until every replica ran")
+                .tag(NAMESPACE_TAG, namespace)
+                .serviceLevelObjectives(TIME_TO_RUNNING_BUCKETS)
+                .register(registry);
+    }
+
+    private Counter kubeflowCounter(String name, String description, String namespace) {
+        return Counter.builder(name).description(description)
+                .tag(NAMESPACE_TAG, namespace).tag("framework", FRAMEWORK)
+                .register(registry);
+    }
+
+    /**
+     * A namespace's meters are created at zero when it is first seen: a gauge for every phase (a
+     * phase with no job reads 0, not nothing), and the counters and histograms, so the first job
+     * to succeed is an increase that rate() and increase() can see.
+     */
+    private void registerNamespace(String namespace) {
+        if (!namespacesWithGauges.add(namespace)) {
+            return;
+        }
+        kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace);
+        kubeflowCounter("training_operator_jobs_successful", "Jobs that succeeded", namespace);
+        kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace);
+        kubeflowCounter("training_operator_jobs_restarted", "Replica restarts of jobs", namespace);
+        kubeflowCounter("training_operator_jobs_deleted", "Jobs deleted", namespace);
+        duration(namespace, "Succeeded");
+        duration(namespace, "Failed");
+        timeToRunning(namespace);
+        for (JobPhase phase : JobPhase.values()) {
+            Gauge.builder("pytorchtrainingjob_jobs", jobs, all -> all.entrySet().stream()
+                            .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == phase).count())
+                    .description("Jobs by phase")
+                    .tag(NAMESPACE_TAG, namespace).tag("phase", phase.name())
+                    .register(registry);
+        }
+        Gauge.builder("pytorchtrainingjob_oldest_pending_seconds", jobs, all -> all.entrySet().stream()
+                        .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == JobPhase.Pending
+                                && e.getValue().created() != null)
+                        .mapToDouble(e -> Duration.between(e.getValue().created(), clock.instant()).toMillis() / 1000.0)
+                        .max().orElse(0))
+                .description("Age of the oldest job still Pending (0 when none is)")
+                .tag(NAMESPACE_TAG, namespace)
+                .register(registry);
+    }
+
+    private static Instant instant(String timestamp) {
+        if (timestamp == null) {
+            return null;
+        }
+        try {
+            return Instant.parse(timestamp);
+        } catch (DateTimeParseException e) {
+            return null;
+        }
+    }
+
+    private static Duration[] seconds(long... values) {
+        Duration[] durations = new Duration[values.length];
+        for (int i = 0; i < values.length; i++) {
+            durations[i] = Duration.ofSeconds(values[i]);
+        }
+        return durations;
+    }
+}
