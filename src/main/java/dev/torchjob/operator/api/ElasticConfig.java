@@ -2,11 +2,9 @@ package dev.torchjob.operator.api;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
-import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Min;
 import io.fabric8.generator.annotation.ValidationRule;
 import io.fabric8.kubernetes.model.annotation.SpecReplicas;
@@ -21,14 +19,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         message = "elastic training needs elastic.minReplicas and elastic.maxReplicas")
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class ElasticConfig {
-
-    @Default("false")
-    @JsonPropertyDescription("Run between minReplicas and maxReplicas pods; requires torchrunConfig.enabled and one replica group.")
-    public Boolean enabled = false;
-
-    @JsonPropertyDescription("Legacy spelling of enabled.")
-    public Boolean enable;
+public class ElasticConfig extends Toggle {
 
     @Min(1)
     @ValidationRule(value = "self == oldSelf", message = "elastic.minReplicas is immutable")
@@ -45,8 +36,4 @@ public class ElasticConfig {
     @JsonPropertyDescription("Replicas wanted now (default minReplicas); change it, or use kubectl scale, to scale the job.")
     public Integer expectedReplicas;
 
-    @JsonIgnore
-    public boolean isOn() {
-        return Boolean.TRUE.equals(enabled) || Boolean.TRUE.equals(enable);
-    }
 }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.List;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
@@ -28,22 +27,11 @@ public class RunMode {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
-    public static class Debug {
-        @Default("false")
-        @JsonPropertyDescription("Run in debug mode.")
-        public Boolean enabled = false;
-
-        @JsonPropertyDescription("Legacy spelling of enabled.")
-        public Boolean enable;
-
+    public static class Debug extends Toggle {
         @Size(max = 16)
         @JsonPropertyDescription("Per replica type debug settings; types not listed use the defaults.")
         public List<DebugReplicaSpec> replicaSpecs;
 
-        @JsonIgnore
-        public boolean isOn() {
-            return Boolean.TRUE.equals(enabled) || Boolean.TRUE.equals(enable);
-        }
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -65,23 +53,12 @@ public class RunMode {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
-    public static class Pause {
-        @Default("false")
-        @JsonPropertyDescription("Pause the job: delete its pods and create none until set back to false.")
-        public Boolean enabled = false;
-
-        @JsonPropertyDescription("Legacy spelling of enabled.")
-        public Boolean enable;
-
+    public static class Pause extends Toggle {
         @Size(max = 16)
         @ValidationRule(value = "self == oldSelf", message = "runMode.pause.resumeSpecs is immutable once set")
         @JsonPropertyDescription("Per replica type overrides used when the job resumes; immutable once set.")
         public List<ResumeReplicaSpec> resumeSpecs;
 
-        @JsonIgnore
-        public boolean isOn() {
-            return Boolean.TRUE.equals(enabled) || Boolean.TRUE.equals(enable);
-        }
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import java.util.ArrayList;
 import java.util.List;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
@@ -17,14 +16,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class TorchrunConfig {
-
-    @Default("false")
-    @JsonPropertyDescription("Replace the training container's command with torchrun; its args become the script and its arguments.")
-    public Boolean enabled = false;
-
-    @JsonPropertyDescription("Legacy spelling of enabled.")
-    public Boolean enable;
+public class TorchrunConfig extends Toggle {
 
     @Default("0")
     @Min(0)
@@ -46,8 +38,4 @@ public class TorchrunConfig {
     @JsonPropertyDescription("Legacy field; ignored (a Warning event says so).")
     public Integer minNodes;
 
-    @JsonIgnore
-    public boolean isOn() {
-        return Boolean.TRUE.equals(enabled) || Boolean.TRUE.equals(enable);
-    }
 }

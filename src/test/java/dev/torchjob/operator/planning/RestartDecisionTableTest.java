@@ -73,23 +73,8 @@ class RestartDecisionTableTest {
     @ParameterizedTest(name = "{0} {1} budgetLeft={2} master={3} -> {4}")
     @MethodSource("table")
     void decides(RestartPolicy policy, Ending ending, boolean budgetLeft, boolean master, Expect expect) {
-        InMemoryCluster cluster = new InMemoryCluster("""
-                metadata: {name: t}
-                spec:
-                  runPolicy: {backoffLimit: %d}
-                  replicaSpecs:
-                  - type: master
-                    restartPolicy: %s
-                    template: {spec: {containers: [{name: pytorch, image: torch}]}}
-                  - type: worker
-                    restartPolicy: %s
-                    replicas: 2
-                    template: {spec: {containers: [{name: pytorch, image: torch}]}}
-                """.formatted(budgetLeft ? 2 : 0, policy, policy));
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
-        String pod = master ? "t-master-0" : "t-worker-1";
+        InMemoryCluster cluster = FailureScenariosTest.running("{backoffLimit: " + (budgetLeft ? 2 : 0) + "}", policy.name());
+        String pod = master ? "f-master-0" : "f-worker-1";
         String oldUid = cluster.pod(pod).getMetadata().getUid();
         switch (ending) {
             case EVICTED -> cluster.evict(pod);
