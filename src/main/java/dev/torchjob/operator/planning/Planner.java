@@ -88,6 +88,7 @@ public final class Planner {
         private final List<PodDeletion> deletes = new ArrayList<>();
         private final List<JobEvent> events = new ArrayList<>();
         private final List<Plan.RestartCounted> restarts = new ArrayList<>();
+        private boolean resuming;
         private Service serviceToCreate;
         private GenericKubernetesResource podGroupToCreate;
         private Duration recheckAfter;
@@ -131,6 +132,7 @@ public final class Planner {
             }
             if (Conditions.isTrue(previous.conditions, JobCondition.PAUSED)) {
                 // Resuming: startTime restarts with the new pods; backoffCount is kept.
+                resuming = true;
                 next.startTime = null;
                 events.add(JobEvent.normal("Resumed", "Resuming: recreating the pods"
                         + (hasResumeSpecs() ? " with runMode.pause.resumeSpecs" : "") + "."));
@@ -244,11 +246,7 @@ public final class Planner {
             boolean initialized = allCreated || Conditions.isTrue(previous.conditions, JobCondition.INITIALIZED);
             boolean running = allRunning || Conditions.isTrue(previous.conditions, JobCondition.RUNNING);
             next.phase = running ? JobPhase.Running : resumed ? JobPhase.Resuming : JobPhase.Pending;
-            Conditions conditions = new Conditions(previous.conditions, nowText);
-            if (resumed) {
-                conditions.set(JobCondition.PAUSED, false, "Resumed", "The job was paused and has been resumed.");
-            }
-            next.conditions = conditions
+            next.conditions = new Conditions(previous.conditions, nowText)
                     .set(JobCondition.INITIALIZED, initialized, initialized ? "PodsCreated" : "CreatingPods",
                             initialized ? "The job's Service and pods have been created." : "Creating the job's Service and pods.")
                     .set(JobCondition.RUNNING, running, running ? "AllReplicasRunning" : "WaitingForReplicas",
@@ -500,6 +498,15 @@ public final class Planner {
         }
 
         private Plan finish() {
+            if (resuming) {
+                // Whatever path the pass took (training, debug, waiting for the scheduler), the pause is over.
+                next.conditions.stream().filter(c -> JobCondition.PAUSED.equals(c.type)).forEach(c -> {
+                    c.status = "False";
+                    c.reason = "Resumed";
+                    c.message = "The job was paused and has been resumed.";
+                    c.lastTransitionTime = nowText;
+                });
+            }
             boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
             return new Plan(next, changed, Optional.ofNullable(serviceToCreate), Optional.ofNullable(podGroupToCreate),
                     List.copyOf(creates), List.copyOf(deletes),

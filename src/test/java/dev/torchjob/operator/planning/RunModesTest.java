@@ -146,6 +146,23 @@ class RunModesTest {
     }
 
     @Test
+    void aPausedDebugJobResumesOnceIntoDebugMode() {
+        InMemoryCluster cluster = cluster("runMode: {debug: {enabled: true}, pause: {enabled: true}}", false);
+        cluster.settle();
+        assertEquals(JobPhase.Paused, cluster.job.getStatus().phase);
+        pause(cluster, false);
+        Plan resumed = cluster.reconcile();
+        assertTrue(resumed.events().stream().anyMatch(e -> e.reason().equals("Resumed")));
+        assertEquals(List.of("sleep", "inf"), training(resumed.podsToCreate().get(0)).getCommand());
+        assertFalse(condition(cluster, "Paused").isTrue());
+        cluster.runAll();
+        cluster.settle();
+        assertTrue(cluster.plans.stream().filter(p -> p.events().stream().anyMatch(e -> e.reason().equals("Resumed"))).count() == 1,
+                "Resumed is said once");
+        assertEquals(JobPhase.Running, cluster.job.getStatus().phase);
+    }
+
+    @Test
     void aJobCreatedPausedCreatesNoPods() {
         InMemoryCluster cluster = cluster("runMode: {pause: {enabled: true}}", false);
         Plan plan = cluster.reconcile();
