@@ -24,8 +24,8 @@ import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
  * Applies a plan to the API server in the order that keeps restart counting exactly-once:
- * status first (it records which pod UIDs were counted), then deletes, then creates (PodGroup,
- * Service, pods), then events.
+ * status first (it records which pod UIDs were counted), then the events that report it, then
+ * deletes, then creates (PodGroup, Service, pods).
  */
 @ApplicationScoped
 public class PlanExecutor {
@@ -56,12 +56,14 @@ public class PlanExecutor {
         } else {
             metrics.observe(job, plan.status());
         }
+        // Events report the status just written; recorded before any API call that could fail,
+        // so a failing delete or create never loses them (the next pass would not say them again).
+        plan.events().forEach(event -> events.record(job, event));
         String namespace = job.getMetadata().getNamespace();
         inParallel(plan.podsToDelete().stream().map(deletion -> Uni.createFrom().item(() -> delete(namespace, deletion))).toList());
         plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
         plan.serviceToCreate().ifPresent(service -> createIgnoringExisting(() -> client.services().resource(service).create()));
         inParallel(plan.podsToCreate().stream().map(pod -> Uni.createFrom().item(() -> create(job, pod))).toList());
-        plan.events().forEach(event -> events.record(job, event));
     }
 
     private Void create(PyTorchTrainingJob job, Pod pod) {
