@@ -74,6 +74,7 @@ public final class LocalLauncher {
         System.setProperty("quarkus.kubernetes-client.api-server-url", url);
         System.setProperty("quarkus.kubernetes-client.namespace", NAMESPACE);
         System.setProperty("quarkus.kubernetes-client.trust-certs", "true");
+        System.setProperty("torchjob.server-side-apply", "false"); // the embedded mock server has none
         System.setProperty("quarkus.http.port", metricsPort);
         System.setProperty("quarkus.http.host", "127.0.0.1");
         System.setProperty("quarkus.banner.enabled", "false");

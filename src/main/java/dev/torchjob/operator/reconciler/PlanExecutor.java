@@ -7,6 +7,7 @@ import java.util.List;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -14,6 +15,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.planning.Plan;
 import dev.torchjob.operator.planning.Plan.PodDeletion;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -44,14 +46,17 @@ public class PlanExecutor {
     @Inject
     JobMetrics metrics;
 
+    /**
+     * Status written by server-side apply (as JOSDK operators do by default), or by update with
+     * optimistic locking where the API server has no SSA (the mock server of the tests and the local mode).
+     */
+    @ConfigProperty(name = "torchjob.server-side-apply", defaultValue = "true")
+    boolean serverSideApply;
+
     public void apply(PyTorchTrainingJob job, Plan plan, Context<PyTorchTrainingJob> context) {
         if (plan.statusChanged()) {
             PyTorchTrainingJobStatus before = job.getStatus();
-            // Caches the written resource, so the next pass never plans from a status older than this one.
-            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(job, context, fresh -> {
-                fresh.setStatus(plan.status());
-                return fresh;
-            });
+            writeStatus(job, plan.status(), context);
             metrics.statusWritten(job, before, plan); // counted once: when the transition is written
         } else {
             metrics.observe(job, plan.status());
@@ -64,6 +69,24 @@ public class PlanExecutor {
         plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
         plan.serviceToCreate().ifPresent(service -> createIgnoringExisting(() -> client.services().resource(service).create()));
         inParallel(plan.podsToCreate().stream().map(pod -> Uni.createFrom().item(() -> create(job, pod))).toList());
+    }
+
+    /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
+    private void writeStatus(PyTorchTrainingJob job, PyTorchTrainingJobStatus status, Context<PyTorchTrainingJob> context) {
+        if (serverSideApply) {
+            // Only the status, under our field manager: a user's apply of the spec never conflicts with it.
+            PyTorchTrainingJob applied = new PyTorchTrainingJob();
+            applied.setMetadata(new ObjectMetaBuilder().withName(job.getMetadata().getName())
+                    .withNamespace(job.getMetadata().getNamespace()).build());
+            applied.setSpec(null);
+            applied.setStatus(status);
+            PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(job, applied, context);
+        } else {
+            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(job, context, fresh -> {
+                fresh.setStatus(status);
+                return fresh;
+            });
+        }
     }
 
     private Void create(PyTorchTrainingJob job, Pod pod) {

@@ -61,7 +61,7 @@ class InstallManifestsTest {
         ClusterRole role = only(load("rbac.yaml"), ClusterRole.class);
         Map<String, Set<String>> verbs = verbs(role.getRules());
         assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchtrainingjobs"));
-        assertEquals(Set.of("get", "update"), verbs.get("pytorchtrainingjobs/status"));
+        assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchtrainingjobs/status"));
         assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
         assertEquals(Set.of("create"), verbs.get("events"));
@@ -76,7 +76,7 @@ class InstallManifestsTest {
     void leaderElectionLeaseIsDeclared() throws IOException {
         Role role = only(load("rbac.yaml"), Role.class);
         assertEquals("torchjob-system", role.getMetadata().getNamespace());
-        assertEquals(Set.of("get", "create", "update"), verbs(role.getRules()).get("leases"));
+        assertEquals(Set.of("get", "create", "update", "patch"), verbs(role.getRules()).get("leases"));
         assertEquals(List.of("coordination.k8s.io"), role.getRules().get(0).getApiGroups());
     }
 

@@ -30,27 +30,9 @@ class FailureHandlingTest {
     @Inject
     KubernetesClient client;
 
-    static String job(String name, String policy, String runPolicy) {
-        return """
-                apiVersion: batch.tensorstack.dev/v1beta1
-                kind: PyTorchTrainingJob
-                metadata: {name: %s}
-                spec:
-                  runPolicy: %s
-                  replicaSpecs:
-                  - type: master
-                    restartPolicy: %s
-                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
-                  - type: worker
-                    restartPolicy: %s
-                    replicas: 2
-                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
-                """.formatted(name, runPolicy, policy, policy);
-    }
-
     static OperatorHarness running(KubernetesClient client, String namespace, String policy, String runPolicy) {
         OperatorHarness cluster = new OperatorHarness(client, namespace);
-        cluster.submit(job("j", policy, runPolicy));
+        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
         cluster.awaitPods(3);
         cluster.runAll();
         cluster.awaitPhase("j", JobPhase.Running);
@@ -127,7 +109,7 @@ class FailureHandlingTest {
     @Test
     void aDeadlinePassingWithNoFurtherEventsFailsTheJob() {
         OperatorHarness cluster = new OperatorHarness(client, "deadline");
-        cluster.submit(job("j", "OnFailure", "{activeDeadlineSeconds: 3}"));
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{activeDeadlineSeconds: 3}"));
         cluster.awaitPods(3);
         cluster.runAll();
         PyTorchTrainingJob started = cluster.awaitPhase("j", JobPhase.Running);

@@ -1,64 +1,16 @@
 package dev.torchjob.operator.reconciler;
 
-import java.time.Instant;
-import java.util.List;
+/** What a node does to a job's pods, as the tests direct it: start them, end them with an exit code, evict them. */
+public interface Kubelet {
+    /** The pod's containers are running. */
+    void run(String podName);
 
-import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
-import io.fabric8.kubernetes.api.model.ContainerStatus;
-import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
-import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodStatus;
-import io.fabric8.kubernetes.api.model.PodStatusBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
+    /** The training container exited with this code (0: the pod Succeeded, else Failed). */
+    void exit(String podName, int exitCode);
 
-/** The test plays the kubelet: the mock API server runs no pods, so tests write pod status themselves. */
-public final class Kubelet {
-    private final KubernetesClient client;
-    private final String namespace;
+    /** The training container was OOM-killed (exit code 137). */
+    void oomKill(String podName);
 
-    public Kubelet(KubernetesClient client, String namespace) {
-        this.client = client;
-        this.namespace = namespace;
-    }
-
-    public void run(String podName) {
-        setStatus(podName, "Running", null, running(podName));
-    }
-
-    public void exit(String podName, int exitCode) {
-        setStatus(podName, exitCode == 0 ? "Succeeded" : "Failed", null, terminated(podName, exitCode, exitCode == 0 ? "Completed" : "Error"));
-    }
-
-    public void oomKill(String podName) {
-        setStatus(podName, "Failed", null, terminated(podName, 137, "OOMKilled"));
-    }
-
-    public void evict(String podName) {
-        setStatus(podName, "Failed", "Evicted", List.of());
-    }
-
-    private List<ContainerStatus> running(String podName) {
-        return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(true)
-                .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
-                .build());
-    }
-
-    private List<ContainerStatus> terminated(String podName, int exitCode, String reason) {
-        return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(false)
-                .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
-                        .withFinishedAt(Instant.now().toString()).endTerminated().build())
-                .build());
-    }
-
-    private String trainingContainer(String podName) {
-        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
-        return dev.torchjob.operator.planning.PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName();
-    }
-
-    private void setStatus(String podName, String phase, String reason, List<ContainerStatus> containers) {
-        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
-        PodStatus status = new PodStatusBuilder().withPhase(phase).withReason(reason).withContainerStatuses(containers).build();
-        pod.setStatus(status);
-        client.pods().inNamespace(namespace).resource(pod).updateStatus();
-    }
+    /** The node evicted the pod (phase Failed, reason Evicted). */
+    void evict(String podName);
 }

@@ -13,56 +13,82 @@ import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
-/** What integration tests do to and read from the mock API server, each in its own namespace. */
-final class OperatorHarness {
+/**
+ * What integration tests do to and read from an API server, each in its own namespace: the mock
+ * (the test writes pod status) or a real control plane (kwok runs the pods).
+ */
+public final class OperatorHarness {
     static final Duration WAIT = Duration.ofSeconds(30);
 
-    final KubernetesClient client;
-    final String namespace;
-    final Kubelet kubelet;
+    public final KubernetesClient client;
+    public final String namespace;
+    public final Kubelet kubelet;
 
     OperatorHarness(KubernetesClient client, String namespace) {
-        this.client = client;
-        this.namespace = namespace;
-        this.kubelet = new Kubelet(client, namespace);
+        this(client, namespace, new StatusWritingKubelet(client, namespace));
     }
 
-    PyTorchTrainingJob submit(String yaml) {
+    public OperatorHarness(KubernetesClient client, String namespace, Kubelet kubelet) {
+        this.client = client;
+        this.namespace = namespace;
+        this.kubelet = kubelet;
+    }
+
+    /** A master and two workers, both groups under one restart policy, with the given runPolicy (YAML flow map). */
+    public static String job(String name, String policy, String runPolicy) {
+        return """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s}
+                spec:
+                  runPolicy: %s
+                  replicaSpecs:
+                  - type: master
+                    restartPolicy: %s
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
+                  - type: worker
+                    restartPolicy: %s
+                    replicas: 2
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
+                """.formatted(name, runPolicy, policy, policy);
+    }
+
+    public PyTorchTrainingJob submit(String yaml) {
         PyTorchTrainingJob job = client.getKubernetesSerialization().unmarshal(yaml, PyTorchTrainingJob.class);
         return client.resources(PyTorchTrainingJob.class).inNamespace(namespace).resource(job).create();
     }
 
-    PyTorchTrainingJob job(String name) {
+    public PyTorchTrainingJob job(String name) {
         return client.resources(PyTorchTrainingJob.class).inNamespace(namespace).withName(name).get();
     }
 
-    Pod pod(String name) {
+    public Pod pod(String name) {
         return client.pods().inNamespace(namespace).withName(name).get();
     }
 
-    List<Pod> pods() {
+    public List<Pod> pods() {
         return client.pods().inNamespace(namespace).list().getItems();
     }
 
-    List<Event> events() {
+    public List<Event> events() {
         return client.v1().events().inNamespace(namespace).list().getItems();
     }
 
-    JobCondition condition(String job, String type) {
+    public JobCondition condition(String job, String type) {
         return job(job).getStatus().conditions.stream().filter(c -> c.type.equals(type)).findFirst().orElse(null);
     }
 
-    void awaitPods(int count) {
+    public void awaitPods(int count) {
         await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> pods().size() == count);
     }
 
-    void awaitPodNames(String... names) {
+    public void awaitPodNames(String... names) {
         await().atMost(WAIT).pollInterval(Duration.ofMillis(100))
                 .until(() -> pods().stream().map(p -> p.getMetadata().getName()).sorted().toList().equals(List.of(names)));
     }
 
     /** Waits for the pod to be replaced by a pod with another UID. */
-    Pod awaitNewPod(String name, String oldUid) {
+    public Pod awaitNewPod(String name, String oldUid) {
         await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
             Pod pod = pod(name);
             return pod != null && !pod.getMetadata().getUid().equals(oldUid);
@@ -70,11 +96,11 @@ final class OperatorHarness {
         return pod(name);
     }
 
-    PyTorchTrainingJob awaitPhase(String name, JobPhase phase) {
+    public PyTorchTrainingJob awaitPhase(String name, JobPhase phase) {
         return awaitJob(name, j -> j.getStatus() != null && j.getStatus().phase == phase);
     }
 
-    PyTorchTrainingJob awaitJob(String name, Predicate<PyTorchTrainingJob> condition) {
+    public PyTorchTrainingJob awaitJob(String name, Predicate<PyTorchTrainingJob> condition) {
         await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
             PyTorchTrainingJob job = job(name);
             return job != null && condition.test(job);
@@ -82,12 +108,12 @@ final class OperatorHarness {
         return job(name);
     }
 
-    void awaitEvent(String reason, String messagePart) {
+    public void awaitEvent(String reason, String messagePart) {
         await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> events().stream()
                 .anyMatch(e -> reason.equals(e.getReason()) && e.getMessage().contains(messagePart)));
     }
 
-    void runAll() {
+    public void runAll() {
         pods().forEach(p -> kubelet.run(p.getMetadata().getName()));
     }
 }

@@ -18,7 +18,7 @@ public final class OperatorScenarios {
 
     /** A worker is OOM-killed once under ExitCode, restarted, and the master then succeeds. */
     public void restartOnceThenSucceed(String name) {
-        cluster.submit(FailureHandlingTest.job(name, "ExitCode", "{backoffLimit: 3}"));
+        cluster.submit(OperatorHarness.job(name, "ExitCode", "{backoffLimit: 3}"));
         cluster.awaitPodNames(name + "-master-0", name + "-worker-0", name + "-worker-1");
         runPodsOf(name);
         cluster.awaitPhase(name, JobPhase.Running);
@@ -32,7 +32,7 @@ public final class OperatorScenarios {
 
     /** A worker exits 1 under Never: the job fails at once. */
     public void failOnce(String name) {
-        cluster.submit(FailureHandlingTest.job(name, "Never", "{backoffLimit: 3}"));
+        cluster.submit(OperatorHarness.job(name, "Never", "{backoffLimit: 3}"));
         cluster.awaitJob(name, j -> j.getStatus() != null && j.getStatus().startTime != null);
         runPodsOf(name);
         cluster.awaitPhase(name, JobPhase.Running);
@@ -42,7 +42,7 @@ public final class OperatorScenarios {
 
     /** Pods are created but never run: the job stays Pending. */
     public void submitAndLeavePending(String name) {
-        cluster.submit(FailureHandlingTest.job(name, "OnFailure", "{backoffLimit: 3}"));
+        cluster.submit(OperatorHarness.job(name, "OnFailure", "{backoffLimit: 3}"));
         cluster.awaitJob(name, j -> j.getStatus() != null && j.getStatus().phase == JobPhase.Pending);
     }
 

@@ -1,0 +1,389 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPairGenerator;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+
+/**
+ * A real Kubernetes control plane on loopback for the real-cluster test tier: etcd, kube-apiserver,
+ * kube-controller-manager (garbage collector, namespace and service-account controllers),
+ * kube-scheduler and kwok (nodes and pods, driven by our own Stage file), started once per test JVM
+ * from the binaries {@code tools/control-plane/provision.sh} provisions, on random ports, and
+ * stopped when the JVM exits.
+ *
+ * <p>With {@code -Dtorchjob.cluster.kubeconfig=FILE} the tests use that cluster instead and start only
+ * kwok against it (see docs/testing.md).
+ */
+public final class ControlPlane {
+    /** Nodes kwok plays; enough pod slots for the benchmark (8 x 2000). */
+    static final int NODES = 8;
+    static final String NODE_ANNOTATION = "test.torchjob.dev/kwok-node";
+    private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
+    private static ControlPlane instance;
+
+    final Path bin;
+    final Path work;
+    final Path adminKubeconfig;
+    private final boolean ownServers;
+    private final Map<String, Process> processes = new LinkedHashMap<>();
+    private final Map<String, List<String>> commands = new LinkedHashMap<>();
+    private int etcdPort;
+    private KubernetesClient admin;
+
+    private ControlPlane(Path bin, Path work, Path adminKubeconfig, boolean ownServers) {
+        this.bin = bin;
+        this.work = work;
+        this.adminKubeconfig = adminKubeconfig;
+        this.ownServers = ownServers;
+    }
+
+    /** The control plane of this JVM, started on first use; an AssertionError says why it could not be. */
+    public static synchronized ControlPlane get() {
+        if (instance == null) {
+            Path work = Path.of("target", "control-plane").toAbsolutePath();
+            Path bin = provision();
+            String external = System.getProperty("torchjob.cluster.kubeconfig", System.getenv("TORCHJOB_TEST_KUBECONFIG"));
+            ControlPlane plane = external == null || external.isBlank()
+                    ? new ControlPlane(bin, work, work.resolve("admin.kubeconfig"), true)
+                    : new ControlPlane(bin, work, Path.of(external).toAbsolutePath(), false);
+            Runtime.getRuntime().addShutdownHook(new Thread(plane::stop, "control-plane-stop"));
+            try {
+                plane.start();
+            } catch (IOException | RuntimeException e) {
+                plane.stop();
+                throw new AssertionError("the test control plane did not start: " + e.getMessage()
+                        + " (logs in " + work.resolve("logs") + ")", e);
+            }
+            instance = plane;
+        }
+        return instance;
+    }
+
+    /** Runs the provisioning script (warm: a version check) and returns the folder with the binaries. */
+    private static Path provision() {
+        Path script = Path.of("tools", "control-plane", "provision.sh").toAbsolutePath();
+        try {
+            Process p = new ProcessBuilder("bash", script.toString())
+                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (p.waitFor() != 0 || out.isEmpty()) {
+                throw new AssertionError("the test control plane could not be provisioned: " + script
+                        + " exited with " + p.exitValue() + " (its messages are above; docs/testing.md says what it needs)");
+            }
+            return Path.of(out.lines().reduce((a, b) -> b).orElseThrow());
+        } catch (IOException e) {
+            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted while provisioning the control plane", e);
+        }
+    }
+
+    public KubernetesClient admin() {
+        return admin;
+    }
+
+    /** The kubectl that matches the API server's version, as the cluster administrator. */
+    public Kubectl kubectl() {
+        return new Kubectl(bin.resolve("kubectl"), adminKubeconfig);
+    }
+
+    private void start() throws IOException {
+        Files.createDirectories(work.resolve("logs"));
+        if (ownServers) {
+            startServers();
+        }
+        admin = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(adminKubeconfig))).build();
+        startKwok();
+        createNodes();
+    }
+
+    private void startServers() throws IOException {
+        Path pki = work.resolve("pki");
+        deleteRecursively(work.resolve("etcd"));
+        Files.createDirectories(pki);
+        String token = UUID.randomUUID().toString();
+        Files.writeString(pki.resolve("tokens.csv"), token + ",admin,admin,\"system:masters\"\n");
+        Path serviceAccountKey = pki.resolve("service-account.key");
+        Files.writeString(serviceAccountKey, newRsaKeyPem());
+
+        etcdPort = freePort();
+        int peerPort = freePort();
+        start("etcd", List.of(bin.resolve("etcd").toString(),
+                "--name=default", "--data-dir=" + work.resolve("etcd"),
+                "--listen-client-urls=http://127.0.0.1:" + etcdPort, "--advertise-client-urls=http://127.0.0.1:" + etcdPort,
+                "--listen-peer-urls=http://127.0.0.1:" + peerPort, "--initial-advertise-peer-urls=http://127.0.0.1:" + peerPort,
+                "--initial-cluster=default=http://127.0.0.1:" + peerPort,
+                "--listen-metrics-urls=", "--unsafe-no-fsync=true", "--quota-backend-bytes=8589934592"));
+        awaitHttp("etcd", URI.create("http://127.0.0.1:" + etcdPort + "/health"));
+
+        int apiPort = freePort();
+        startApiServer(apiPort, pki, serviceAccountKey);
+        writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, pki.resolve("apiserver.crt"), token);
+
+        start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
+                "--kubeconfig=" + adminKubeconfig,
+                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller",
+                "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
+        start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
+                "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",
+                "--kube-api-qps=500", "--kube-api-burst=1000"));
+    }
+
+    private void startApiServer(int port, Path pki, Path serviceAccountKey) throws IOException {
+        start("kube-apiserver", List.of(bin.resolve("kube-apiserver").toString(),
+                "--etcd-servers=http://127.0.0.1:" + etcdPort,
+                "--bind-address=127.0.0.1", "--secure-port=" + port,
+                // Nothing reaches this cluster from outside the machine: no endpoints for the kubernetes Service.
+                "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+                "--cert-dir=" + pki, "--token-auth-file=" + pki.resolve("tokens.csv"),
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--service-account-key-file=" + serviceAccountKey,
+                "--service-account-signing-key-file=" + serviceAccountKey,
+                "--service-cluster-ip-range=10.96.0.0/16",
+                // Off by default upstream, on in OpenShift: owner references that block deletion need RBAC on the owner.
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+                "--allow-privileged=true"));
+        awaitHttp("kube-apiserver", URI.create("https://127.0.0.1:" + port + "/readyz"));
+    }
+
+    /** Restarts kube-apiserver on the same port and etcd: every watch is cut, as in an upgrade of the control plane. */
+    public void restartApiServer() throws IOException {
+        requireOwnServers("restart the API server");
+        Process old = processes.get("kube-apiserver");
+        old.destroy();
+        try {
+            old.waitFor(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        start("kube-apiserver", commands.get("kube-apiserver"));
+        String url = admin.getConfiguration().getMasterUrl();
+        awaitHttp("kube-apiserver", URI.create(url.replaceAll("/$", "") + "/readyz"));
+    }
+
+    /** Compacts etcd's history up to now, so every older resourceVersion is gone (watches from it get 410). */
+    public long compactEtcd() throws IOException, InterruptedException {
+        requireOwnServers("compact etcd");
+        HttpClient http = HttpClient.newHttpClient();
+        String key = Base64.getEncoder().encodeToString("/".getBytes(StandardCharsets.UTF_8));
+        String range = post(http, "/v3/kv/range", "{\"key\":\"" + key + "\",\"limit\":1,\"keys_only\":true}");
+        Matcher revision = Pattern.compile("\"revision\":\"?(\\d+)").matcher(range);
+        if (!revision.find()) {
+            throw new IOException("etcd did not say its revision: " + range);
+        }
+        long current = Long.parseLong(revision.group(1));
+        post(http, "/v3/kv/compaction", "{\"revision\":\"" + current + "\",\"physical\":true}");
+        return current;
+    }
+
+    private String post(HttpClient http, String path, String body) throws IOException, InterruptedException {
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + etcdPort + path))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        if (response.statusCode() != 200) {
+            throw new IOException("etcd " + path + ": " + response.statusCode() + " " + response.body());
+        }
+        return response.body();
+    }
+
+    private void requireOwnServers(String what) {
+        if (!ownServers) {
+            throw new org.opentest4j.TestAbortedException("cannot " + what + " of a cluster the tests did not start");
+        }
+    }
+
+    private void startKwok() throws IOException {
+        Path stages = work.resolve("kwok-stages.yaml");
+        try (var in = ControlPlane.class.getResourceAsStream("/control-plane/kwok-stages.yaml")) {
+            Files.write(stages, in.readAllBytes());
+        }
+        start("kwok", List.of(bin.resolve("kwok").toString(),
+                "--kubeconfig=" + adminKubeconfig, "--config=" + stages,
+                "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + NODE_ANNOTATION + "=true",
+                // Pod IPs are only strings written into pod status: nothing is ever sent to them.
+                "--cidr=10.244.0.0/16", "--node-ip=10.243.0.1", "--node-lease-duration-seconds=0"));
+    }
+
+    private void createNodes() {
+        for (int i = 0; i < NODES; i++) {
+            String name = "kwok-node-" + i;
+            admin.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
+                    .addToAnnotations(NODE_ANNOTATION, "true")
+                    .addToLabels("kubernetes.io/hostname", name).addToLabels("type", "kwok")
+                    .endMetadata().build()).serverSideApply();
+        }
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (admin.nodes().withLabel("type", "kwok").list().getItems().stream()
+                .filter(n -> n.getStatus() != null && n.getStatus().getConditions() != null)
+                .filter(n -> n.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
+                .count() < NODES) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new IllegalStateException("kwok did not make its nodes Ready within " + START_TIMEOUT);
+            }
+            sleep(200);
+        }
+    }
+
+    private void start(String name, List<String> command) throws IOException {
+        Path log = work.resolve("logs").resolve(name + ".log");
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        processes.put(name, process);
+        commands.put(name, command);
+    }
+
+    private void awaitHttp(String name, URI uri) throws IOException {
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .sslContext(TrustAll.context()).connectTimeout(Duration.ofSeconds(2)).build();
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            Process process = processes.get(name);
+            if (!process.isAlive()) {
+                throw new IOException(name + " exited with " + process.exitValue() + "; see " + work.resolve("logs").resolve(name + ".log"));
+            }
+            try {
+                // /readyz answers anonymous requests (system:public-info-viewer).
+                if (http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).build(),
+                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+            sleep(250);
+        }
+        throw new IOException(name + " was not ready within " + START_TIMEOUT);
+    }
+
+    /** Stops what this JVM started, newest first. */
+    synchronized void stop() {
+        List<String> names = new ArrayList<>(processes.keySet());
+        java.util.Collections.reverse(names);
+        for (String name : names) {
+            Process process = processes.get(name);
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        processes.clear();
+        if (admin != null) {
+            admin.close();
+        }
+    }
+
+    static void writeKubeconfig(Path file, String server, Path caFile, String token) throws IOException {
+        String ca = Base64.getEncoder().encodeToString(Files.readAllBytes(caFile));
+        Files.writeString(file, """
+                apiVersion: v1
+                kind: Config
+                clusters:
+                - name: test
+                  cluster: {server: "%s", certificate-authority-data: %s}
+                users:
+                - name: user
+                  user: {token: "%s"}
+                contexts:
+                - name: test
+                  context: {cluster: test, user: user, namespace: default}
+                current-context: test
+                """.formatted(server, ca, token));
+    }
+
+    private static String newRsaKeyPem() {
+        try {
+            KeyPairGenerator generator = KeyPairGenerator.getInstance("RSA");
+            generator.initialize(2048);
+            byte[] pkcs8 = generator.generateKeyPair().getPrivate().getEncoded();
+            return "-----BEGIN PRIVATE KEY-----\n" + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+                    .encodeToString(pkcs8) + "\n-----END PRIVATE KEY-----\n";
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void deleteRecursively(Path dir) throws IOException {
+        if (Files.exists(dir)) {
+            try (var paths = Files.walk(dir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    /** Readiness probes only: the serving certificate is self-signed by the API server at its first start. */
+    private static final class TrustAll implements javax.net.ssl.X509TrustManager {
+        static javax.net.ssl.SSLContext context() {
+            try {
+                javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+                context.init(null, new javax.net.ssl.TrustManager[] {new TrustAll()}, null);
+                return context;
+            } catch (java.security.GeneralSecurityException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        @Override
+        public void checkClientTrusted(java.security.cert.X509Certificate[] chain, String authType) {
+        }
+
+        @Override
+        public void checkServerTrusted(java.security.cert.X509Certificate[] chain, String authType) {
+        }
+
+        @Override
+        public java.security.cert.X509Certificate[] getAcceptedIssuers() {
+            return new java.security.cert.X509Certificate[0];
+        }
+    }
+
+    static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+}

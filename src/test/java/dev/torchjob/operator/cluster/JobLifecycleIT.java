@@ -1,0 +1,180 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.reconciler.OperatorHarness;
+import io.fabric8.kubernetes.api.model.DeletionPropagation;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * The job lifecycle end to end on the real control plane: the real scheduler binds the pods to
+ * kwok nodes, kwok runs and ends them, the real garbage collector removes what a deleted job owned.
+ */
+class JobLifecycleIT {
+    static final Duration WAIT = Duration.ofSeconds(60);
+    static OperatorInstall install;
+    static KubernetesClient admin;
+
+    @BeforeAll
+    static void cluster() {
+        install = OperatorInstall.get();
+        install.operator();
+        admin = install.cluster.admin();
+    }
+
+    static OperatorHarness harness(String prefix) {
+        String namespace = install.namespace(prefix);
+        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
+    }
+
+    /** A master and two workers, all Running on kwok nodes. */
+    static OperatorHarness running(String prefix, String policy, String runPolicy) {
+        OperatorHarness cluster = harness(prefix);
+        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        return cluster;
+    }
+
+    @Test
+    void aJobIsScheduledRunsAndSucceeds() {
+        OperatorHarness cluster = running("success", "OnFailure", "{backoffLimit: 3}");
+        Set<String> nodes = cluster.pods().stream().map(p -> p.getSpec().getNodeName()).collect(Collectors.toSet());
+        assertTrue(nodes.stream().allMatch(n -> n != null && n.startsWith("kwok-node-")), "bound by kube-scheduler: " + nodes);
+        assertNotNull(admin.services().inNamespace(cluster.namespace).withName("j").get(), "the headless Service");
+
+        cluster.kubelet.exit("j-worker-0", 0);
+        cluster.kubelet.exit("j-worker-1", 0);
+        cluster.kubelet.exit("j-master-0", 0);
+        PyTorchTrainingJob done = cluster.awaitPhase("j", JobPhase.Succeeded);
+        assertNotNull(done.getStatus().completionTime);
+        assertEquals(0, done.getStatus().backoffCount);
+        cluster.awaitEvent("Succeeded", "");
+    }
+
+    /** One replica ending per restart policy, as docs/when-things-fail.md's table says. */
+    @ParameterizedTest(name = "{0}: worker {1} -> {2}")
+    @CsvSource({
+            "OnFailure, exit 1, restart",
+            "ExitCode, oom, restart",
+            "ExitCode, exit 1, ReplicaFailedPermanently",
+            "Never, exit 1, ReplicaFailedPermanently",
+            "Always, exit 0, restart",
+            "OnFailure, evicted, restart",
+    })
+    void eachRestartPolicyDecidesAsDocumented(String policy, String ending, String outcome) {
+        OperatorHarness cluster = running("policy", policy, "{backoffLimit: 3}");
+        String oldUid = cluster.pod("j-worker-1").getMetadata().getUid();
+        switch (ending) {
+            case "exit 1" -> cluster.kubelet.exit("j-worker-1", 1);
+            case "exit 0" -> cluster.kubelet.exit("j-worker-1", 0);
+            case "oom" -> cluster.kubelet.oomKill("j-worker-1");
+            case "evicted" -> cluster.kubelet.evict("j-worker-1");
+            default -> throw new IllegalArgumentException(ending);
+        }
+        if (outcome.equals("restart")) {
+            cluster.awaitNewPod("j-worker-1", oldUid);
+            PyTorchTrainingJob restarted = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+            assertEquals(1, restarted.getStatus().tasks.get(1).restartCount);
+            cluster.kubelet.run("j-worker-1");
+            cluster.kubelet.exit("j-master-0", 0);
+            assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+        } else {
+            PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+            assertEquals(outcome, cluster.condition("j", "Failed").reason);
+            assertNotNull(failed.getStatus().completionTime);
+            cluster.awaitEvent("Failed", "j-worker-1");
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void theBudgetIsSharedByAllReplicasAndSpentExactly() {
+        OperatorHarness cluster = running("budget", "OnFailure", "{backoffLimit: 1}");
+        String workerUid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.kubelet.exit("j-worker-0", 1);
+        cluster.awaitNewPod("j-worker-0", workerUid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.kubelet.exit("j-master-0", 2);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals("BackoffLimitExceeded", cluster.condition("j", "Failed").reason);
+        assertEquals(1, failed.getStatus().backoffCount);
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void theDeadlineFailsTheJobWithoutAnyPodEvent() {
+        OperatorHarness cluster = running("deadline", "OnFailure", "{activeDeadlineSeconds: 3}");
+        Instant started = Instant.parse(cluster.job("j").getStatus().startTime);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals("DeadlineExceeded", cluster.condition("j", "Failed").reason);
+        Duration after = Duration.between(started, Instant.parse(failed.getStatus().completionTime));
+        assertTrue(after.compareTo(Duration.ofSeconds(3)) >= 0 && after.compareTo(Duration.ofSeconds(10)) < 0, "failed after " + after);
+        await().atMost(WAIT).until(() -> cluster.pods().isEmpty()); // unfinished pods are deleted
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @ParameterizedTest(name = "cleanUpPolicy {0} leaves {1}")
+    @CsvSource(delimiter = ';', value = {
+            "None; j-master-0 j-worker-0 j-worker-1",
+            "Unfinished; j-master-0 j-worker-0",
+            "All; ''",
+    })
+    void eachCleanUpPolicyLeavesWhatItSays(String policy, String left) {
+        OperatorHarness cluster = running("cleanup", "OnFailure", "{cleanUpPolicy: " + policy + "}");
+        cluster.kubelet.exit("j-worker-0", 0);
+        cluster.awaitJob("j", j -> "Succeeded".equals(phaseOf(cluster.pod("j-worker-0"))));
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitPhase("j", JobPhase.Succeeded);
+        List<String> expected = left.isBlank() ? List.of() : List.of(left.split(" "));
+        await().atMost(WAIT).until(() -> names(cluster.pods()).equals(expected));
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @ParameterizedTest
+    @CsvSource({"Background", "Foreground"})
+    void deletingAJobRemovesItsPodsAndServiceThroughTheGarbageCollector(DeletionPropagation propagation) {
+        OperatorHarness cluster = running("gc", "OnFailure", "{backoffLimit: 3}");
+        admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("j")
+                .withPropagationPolicy(propagation).delete();
+        if (propagation == DeletionPropagation.FOREGROUND) {
+            // Foreground: the job stays, marked, until the collector has removed what blocks its deletion.
+            PyTorchTrainingJob deleting = cluster.job("j");
+            assertTrue(deleting == null || deleting.getMetadata().getFinalizers().contains("foregroundDeletion"));
+        }
+        await().atMost(WAIT).pollInterval(Duration.ofMillis(200)).until(() -> cluster.pods().isEmpty()
+                && admin.services().inNamespace(cluster.namespace).list().getItems().isEmpty()
+                && cluster.job("j") == null);
+        assertFalse(cluster.events().stream().anyMatch(e -> "FailedCreatePod".equals(e.getReason())),
+                "the operator did not recreate pods of a job being deleted");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    static String phaseOf(Pod pod) {
+        return pod == null || pod.getStatus() == null ? null : pod.getStatus().getPhase();
+    }
+
+    static List<String> names(List<Pod> pods) {
+        return pods.stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                .map(p -> p.getMetadata().getName()).sorted().toList();
+    }
+}

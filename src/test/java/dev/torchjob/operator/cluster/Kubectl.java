@@ -1,0 +1,67 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/** The real kubectl, run as a user would, against the test cluster. */
+public final class Kubectl {
+    private final Path binary;
+    private final Path kubeconfig;
+
+    Kubectl(Path binary, Path kubeconfig) {
+        this.binary = binary;
+        this.kubeconfig = kubeconfig;
+    }
+
+    public record Result(int exitCode, String out, String err) {
+        public Result orFail() {
+            if (exitCode != 0) {
+                throw new AssertionError("kubectl exited with " + exitCode + ": " + err + out);
+            }
+            return this;
+        }
+    }
+
+    /** Runs {@code kubectl ARGS} with the given standard input (or none) and waits up to two minutes. */
+    public Result runWithInput(String stdin, String... args) {
+        List<String> command = new ArrayList<>(List.of(binary.toString(), "--kubeconfig=" + kubeconfig));
+        command.addAll(List.of(args));
+        try {
+            Process process = new ProcessBuilder(command).start();
+            CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> read(process.getInputStream()));
+            CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
+            try (var in = process.getOutputStream()) {
+                if (stdin != null) {
+                    in.write(stdin.getBytes(StandardCharsets.UTF_8));
+                }
+            }
+            if (!process.waitFor(2, TimeUnit.MINUTES)) {
+                process.destroyForcibly();
+                throw new AssertionError("kubectl " + String.join(" ", args) + " did not finish in two minutes");
+            }
+            return new Result(process.exitValue(), out.join(), err.join());
+        } catch (IOException e) {
+            throw new AssertionError("could not run kubectl: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    public Result run(String... args) {
+        return runWithInput(null, args);
+    }
+
+    private static String read(java.io.InputStream stream) {
+        try {
+            return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "";
+        }
+    }
+}

@@ -1,0 +1,125 @@
+package dev.torchjob.operator.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.reconciler.OperatorHarness;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/** How an ML engineer works with a job: the real kubectl against the real API server and the operator. */
+class KubectlIT {
+    static OperatorInstall install;
+    static KubernetesClient admin;
+    static Kubectl kubectl;
+
+    @BeforeAll
+    static void cluster() {
+        install = OperatorInstall.get();
+        install.operator();
+        admin = install.cluster.admin();
+        kubectl = install.cluster.kubectl();
+    }
+
+    static OperatorHarness harness(String prefix) {
+        String namespace = install.namespace(prefix);
+        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
+    }
+
+    static List<String> columns(String line) {
+        return List.of(line.trim().split("\\s{2,}"));
+    }
+
+    @Test
+    void getShowsThePrinterColumnsAndWideAddsTheTimes() {
+        OperatorHarness cluster = harness("get");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        cluster.runAll();
+        cluster.awaitJob("j", j -> j.getStatus().aggregate != null && j.getStatus().aggregate.running == 3);
+
+        List<String> lines = kubectl.run("get", "pj", "-n", cluster.namespace).orFail().out().lines().toList();
+        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE"), columns(lines.get(0)));
+        assertEquals(List.of("j", "Running", "3", "0", "0", "0"), columns(lines.get(1)).subList(0, 6));
+
+        List<String> wide = kubectl.run("get", "pytorchtrainingjobs", "-o", "wide", "-n", cluster.namespace).orFail().out().lines().toList();
+        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE"),
+                columns(wide.get(0)));
+        assertTrue(kubectl.run("get", "t9k", "-n", cluster.namespace).orFail().out().contains("pytorchtrainingjob"),
+                "the category lists the job");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void scaleGoesThroughTheScaleSubresource() {
+        OperatorHarness cluster = harness("scale");
+        cluster.submit("""
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: el}
+                spec:
+                  torchrunConfig: {enabled: true}
+                  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 2}
+                  replicaSpecs:
+                  - type: node
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python], args: [train.py]}]}}
+                """);
+        cluster.awaitPodNames("el-node-0", "el-node-1");
+        kubectl.run("scale", "pj/el", "--replicas=4", "-n", cluster.namespace).orFail();
+        cluster.awaitPodNames("el-node-0", "el-node-1", "el-node-2", "el-node-3");
+        cluster.runAll();
+        cluster.awaitJob("el", j -> j.getStatus().elastic != null && j.getStatus().elastic.currentReplicas == 4);
+        String scale = kubectl.run("get", "--raw", "/apis/batch.tensorstack.dev/v1beta1/namespaces/" + cluster.namespace
+                + "/pytorchtrainingjobs/el/scale").orFail().out();
+        assertTrue(scale.contains("\"replicas\":4") && scale.contains("tensorstack.dev/owner-name=el"), scale);
+        Kubectl.Result outOfBounds = kubectl.run("scale", "pj/el", "--replicas=9", "-n", cluster.namespace);
+        assertTrue(outOfBounds.exitCode() != 0 && outOfBounds.err().contains("between elastic.minReplicas and elastic.maxReplicas"),
+                outOfBounds.err());
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void waitReturnsWhenTheJobCompletesAndDescribeShowsItsEvents() {
+        OperatorHarness cluster = harness("wait");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        cluster.kubelet.exit("j-master-0", 0);
+        kubectl.run("wait", "--for=condition=Completed", "pj/j", "--timeout=60s", "-n", cluster.namespace).orFail();
+        kubectl.run("wait", "--for=jsonpath={.status.phase}=Succeeded", "pj/j", "--timeout=10s", "-n", cluster.namespace).orFail();
+
+        String described = kubectl.run("describe", "pj", "j", "-n", cluster.namespace).orFail().out();
+        assertTrue(described.contains("Phase:") && described.contains("Succeeded"), described);
+        String events = described.substring(described.indexOf("Events:"));
+        assertTrue(events.contains("Succeeded") && events.contains("torchjob-operator"), events);
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void pauseAndResumeWithKubectlPatch() {
+        OperatorHarness cluster = harness("pause");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+
+        kubectl.run("patch", "pj", "j", "-n", cluster.namespace, "--type=merge",
+                "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}").orFail();
+        kubectl.run("wait", "--for=jsonpath={.status.phase}=Paused", "pj/j", "--timeout=60s", "-n", cluster.namespace).orFail();
+        assertTrue(cluster.pods().isEmpty(), "a paused job has no pods");
+
+        kubectl.run("patch", "pj", "j", "-n", cluster.namespace, "--type=merge",
+                "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":false}}}}").orFail();
+        cluster.awaitPods(3);
+        cluster.runAll();
+        kubectl.run("wait", "--for=jsonpath={.status.phase}=Running", "pj/j", "--timeout=60s", "-n", cluster.namespace).orFail();
+        assertEquals(0, cluster.job("j").getStatus().backoffCount, "pausing is not a restart");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+}

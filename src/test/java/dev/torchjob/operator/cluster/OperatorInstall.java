@@ -1,0 +1,119 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * Our operator installed into the test control plane the way the README tells a platform team to:
+ * {@code kubectl apply --server-side} of the CRD, namespace and RBAC from {@code kubernetes/}; then
+ * the operator runs as the install's ServiceAccount. One install and one shared operator per JVM;
+ * tests that kill or freeze the operator start their own.
+ */
+public final class OperatorInstall {
+    static final String OPERATOR_NAMESPACE = "torchjob-system";
+    static final String SERVICE_ACCOUNT = "torchjob-operator";
+    private static OperatorInstall instance;
+
+    public final ControlPlane cluster;
+    private final Path operatorKubeconfig;
+    private OperatorProcess shared;
+    private int started;
+
+    private OperatorInstall(ControlPlane cluster, Path operatorKubeconfig) {
+        this.cluster = cluster;
+        this.operatorKubeconfig = operatorKubeconfig;
+    }
+
+    public static synchronized OperatorInstall get() {
+        if (instance == null) {
+            ControlPlane cluster = ControlPlane.get();
+            Kubectl kubectl = cluster.kubectl();
+            kubectl.run("apply", "--server-side", "--field-manager=platform-team",
+                    "-f", "kubernetes/crd/", "-f", "kubernetes/namespace.yaml", "-f", "kubernetes/rbac.yaml").orFail();
+            kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/pytorchtrainingjobs.batch.tensorstack.dev").orFail();
+            try {
+                instance = new OperatorInstall(cluster, operatorKubeconfig(cluster));
+            } catch (IOException e) {
+                throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
+            }
+        }
+        return instance;
+    }
+
+    /** A kubeconfig holding a bound token of the install's ServiceAccount, nothing more. */
+    private static Path operatorKubeconfig(ControlPlane cluster) throws IOException {
+        KubernetesClient admin = cluster.admin();
+        String token = admin.serviceAccounts().inNamespace(OPERATOR_NAMESPACE).withName(SERVICE_ACCOUNT)
+                .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
+                .getStatus().getToken();
+        Path file = cluster.work.resolve("operator.kubeconfig");
+        ControlPlane.writeKubeconfig(file, admin.getConfiguration().getMasterUrl(),
+                cluster.work.resolve("pki").resolve("apiserver.crt"), token);
+        return file;
+    }
+
+    /** The operator every test shares, started on first use. */
+    public synchronized OperatorProcess operator() {
+        if (shared == null) {
+            shared = newOperator(Map.of(), true);
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                try {
+                    shared.close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
+        }
+        return shared;
+    }
+
+    /** A new operator process with extra settings (system properties); the caller stops it. */
+    public synchronized OperatorProcess newOperator(Map<String, String> settings, boolean leaderElection) {
+        Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
+        try {
+            return new OperatorProcess(operatorKubeconfig, log, settings, leaderElection).start();
+        } catch (IOException e) {
+            throw new AssertionError("the operator did not start: " + e.getMessage(), e);
+        }
+    }
+
+    /** Stops the shared operator, so a test can run its own (two operators would both reconcile). */
+    public synchronized void stopSharedOperator() throws InterruptedException {
+        if (shared != null) {
+            shared.close();
+            shared = null;
+        }
+    }
+
+    /** A fresh namespace for one test, with its default ServiceAccount in place (pods need it). */
+    public String namespace(String prefix) {
+        String name = prefix + "-" + Long.toString(System.nanoTime() % 1_000_000_000L, 36);
+        KubernetesClient admin = cluster.admin();
+        admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(name).endMetadata().build()).create();
+        Instant deadline = Instant.now().plus(Duration.ofSeconds(30));
+        while (admin.serviceAccounts().inNamespace(name).withName("default").get() == null) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new AssertionError("the service-account controller did not create default in " + name);
+            }
+            ControlPlane.sleep(100);
+        }
+        return name;
+    }
+
+    static String read(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+}

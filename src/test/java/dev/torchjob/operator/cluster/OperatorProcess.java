@@ -1,0 +1,113 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The packaged operator as it runs in a cluster: its production profile plus, normally, the install's
+ * "cluster" profile (leader election), authenticated as the install's ServiceAccount with a token
+ * from the TokenRequest API, so a verb missing from kubernetes/rbac.yaml fails the test.
+ */
+public final class OperatorProcess implements AutoCloseable {
+    static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath();
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+
+    private final Path kubeconfig;
+    final Path log;
+    private final Map<String, String> settings;
+    private final boolean leaderElection;
+    private final int httpPort = ControlPlane.freePort();
+    private Process process;
+
+    OperatorProcess(Path kubeconfig, Path log, Map<String, String> settings, boolean leaderElection) {
+        this.kubeconfig = kubeconfig;
+        this.log = log;
+        this.settings = settings;
+        this.leaderElection = leaderElection;
+    }
+
+    public OperatorProcess start() throws IOException {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m"));
+        settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
+        command.addAll(List.of("-jar", RUNNER.toString()));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().put("KUBECONFIG", kubeconfig.toString());
+        // "cluster" is the install Deployment's profile: it turns leader election on.
+        builder.environment().put("QUARKUS_PROFILE", leaderElection ? "prod,cluster" : "prod");
+        builder.environment().put("TORCHJOB_LEADER_ELECTION_LEASE_NAMESPACE", "torchjob-system");
+        builder.environment().put("QUARKUS_HTTP_PORT", String.valueOf(httpPort));
+        builder.environment().put("QUARKUS_HTTP_HOST", "127.0.0.1");
+        process = builder.start();
+        awaitReady();
+        return this;
+    }
+
+    /** Ready = the operator's health check says its informers are synced (it holds the lease). */
+    private void awaitReady() throws IOException {
+        HttpClient http = HttpClient.newHttpClient();
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            if (!process.isAlive()) {
+                throw new IOException("the operator exited with " + process.exitValue() + "; log: " + tail());
+            }
+            try {
+                if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/health/ready")).build(),
+                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException(e);
+            }
+            ControlPlane.sleep(200);
+        }
+        throw new IOException("the operator was not ready within " + START_TIMEOUT + "; log: " + tail());
+    }
+
+    /** The operator's Prometheus metrics, as scraped. */
+    public String metrics() throws IOException, InterruptedException {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /** kill -9: no shutdown hook, no lease release, requests cut wherever they are. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /** Freezes the process (SIGSTOP) or thaws it (SIGCONT): its connections stay open but nothing is read. */
+    public void signal(String signal) throws IOException, InterruptedException {
+        new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid())).inheritIO().start().waitFor();
+    }
+
+    public String tail() throws IOException {
+        List<String> lines = Files.exists(log) ? Files.readAllLines(log) : List.of();
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process != null && process.isAlive()) {
+            process.destroy();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+package dev.torchjob.operator.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.reconciler.OperatorHarness;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+
+/**
+ * The operator and the API server misbehaving as they do in production: the operator killed
+ * mid-job, status writes racing another writer, watches cut and expired. Each test runs its own
+ * operator; the invariant is always the same: one pod per replica and every restart counted once.
+ */
+class ResilienceIT {
+    static OperatorInstall install;
+    static KubernetesClient admin;
+
+    @BeforeAll
+    static void cluster() throws InterruptedException {
+        install = OperatorInstall.get();
+        install.stopSharedOperator();
+        admin = install.cluster.admin();
+    }
+
+    @AfterAll
+    static void sharedOperatorBack() {
+        install.operator();
+    }
+
+    static OperatorHarness harness(String prefix) {
+        String namespace = install.namespace(prefix);
+        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
+    }
+
+    static OperatorHarness running(OperatorHarness cluster, String policy, String runPolicy) {
+        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        return cluster;
+    }
+
+    /** Every pod ever created for the job, by name: a second create of a live name would show here. */
+    static void assertOnePodPerReplica(OperatorHarness cluster) {
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"),
+                cluster.pods().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                        .map(p -> p.getMetadata().getName()).sorted().toList());
+        long restartEvents = cluster.events().stream().filter(e -> "ReplicaRestarted".equals(e.getReason())).count();
+        assertEquals(cluster.job("j").getStatus().backoffCount.longValue(), restartEvents, "one ReplicaRestarted event per counted restart");
+    }
+
+    @ParameterizedTest(name = "killed {0} ms after the pod failed")
+    @ValueSource(ints = {0, 150})
+    void anOperatorKilledMidRestartIsReplacedAndCountsTheRestartOnce(int delayMillis) throws Exception {
+        OperatorHarness cluster = harness("kill");
+        try (OperatorProcess first = install.newOperator(Map.of(), true)) {
+            running(cluster, "ExitCode", "{backoffLimit: 5}");
+            String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+            cluster.kubelet.oomKill("j-worker-0");
+            Thread.sleep(delayMillis);
+            first.kill();
+            // A second replica of the Deployment takes over once the dead leader's lease expires.
+            try (OperatorProcess second = install.newOperator(Map.of(), true)) {
+                cluster.awaitNewPod("j-worker-0", uid);
+                PyTorchTrainingJob job = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1
+                        && j.getStatus().aggregate != null && j.getStatus().aggregate.failed == 0);
+                cluster.kubelet.run("j-worker-0");
+                assertEquals(1, job.getStatus().tasks.get(1).restartCount);
+                cluster.kubelet.exit("j-master-0", 0);
+                assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+                assertOnePodPerReplica(cluster);
+            }
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /**
+     * Someone edits the job (labels, as kubectl label would) as fast as they can while replicas
+     * fail and restart. With update the operator's status writes meet 409 Conflict and are retried;
+     * with server-side apply they do not conflict. Either way every restart is counted once.
+     */
+    @ParameterizedTest(name = "server-side apply {0}")
+    @ValueSource(booleans = {false, true})
+    void statusWritesRacingAnotherWriterCountEveryRestartOnce(boolean serverSideApply) throws Exception {
+        OperatorHarness cluster = harness(serverSideApply ? "race-ssa" : "race-update");
+        long conflictsBefore = statusConflicts();
+        AtomicBoolean writing = new AtomicBoolean(true);
+        AtomicInteger edits = new AtomicInteger();
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
+            running(cluster, "OnFailure", "{backoffLimit: 5}");
+            Thread writer = new Thread(() -> {
+                while (writing.get()) {
+                    try {
+                        admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+                            j.getMetadata().getLabels().put("edit", String.valueOf(edits.incrementAndGet()));
+                            return j;
+                        });
+                    } catch (KubernetesClientException e) {
+                        // the writer's own conflicts with the operator: it just tries again
+                    }
+                }
+            }, "concurrent-writer");
+            writer.start();
+            for (int restart = 1; restart <= 3; restart++) {
+                String pod = "j-worker-" + (restart % 2);
+                String uid = cluster.pod(pod).getMetadata().getUid();
+                cluster.kubelet.exit(pod, 1);
+                cluster.awaitNewPod(pod, uid);
+                int expected = restart;
+                cluster.awaitJob("j", j -> j.getStatus().backoffCount == expected);
+                cluster.kubelet.run(pod);
+            }
+            writing.set(false);
+            writer.join();
+            cluster.kubelet.exit("j-master-0", 0);
+            assertEquals(3, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+            assertOnePodPerReplica(cluster);
+        }
+        long conflicts = statusConflicts() - conflictsBefore;
+        assertTrue(edits.get() > 50, "the writer raced the operator (" + edits.get() + " edits)");
+        if (!serverSideApply) {
+            assertTrue(conflicts > 0, "the operator's status updates met 409 Conflict (" + conflicts + ")");
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /** 409 answers to status writes on our jobs, from the API server's own request metrics. */
+    static long statusConflicts() {
+        String metrics = install.cluster.kubectl().run("get", "--raw", "/metrics").orFail().out();
+        Matcher m = Pattern.compile("(?m)^apiserver_request_total\\{([^}]*)} (\\d+)").matcher(metrics);
+        long total = 0;
+        while (m.find()) {
+            String labels = m.group(1);
+            if (labels.contains("code=\"409\"") && labels.contains("resource=\"pytorchtrainingjobs\"")
+                    && labels.contains("subresource=\"status\"")) {
+                total += Long.parseLong(m.group(2));
+            }
+        }
+        return total;
+    }
+
+    /**
+     * The operator's watches are cut while a replica fails and etcd's history is compacted past
+     * what the operator last saw: the watches come back with 410 Gone, the informers list again,
+     * and the failure is handled once.
+     */
+    @Test
+    void aWatchThatExpiresIsRelistedAndNothingIsMissedOrDoubled() throws Exception {
+        OperatorHarness cluster = harness("expiry");
+        Path log;
+        try (OperatorProcess operator = install.newOperator(
+                Map.of("quarkus.log.category.\"io.fabric8.kubernetes.client.informers\".level", "DEBUG"), false)) {
+            running(cluster, "ExitCode", "{backoffLimit: 5}");
+            String uid = cluster.pod("j-worker-1").getMetadata().getUid();
+            operator.signal("STOP");
+            try {
+                cluster.kubelet.oomKill("j-worker-1");
+                cluster.awaitJob("j", j -> "Failed".equals(JobLifecycleIT.phaseOf(cluster.pod("j-worker-1"))));
+                install.cluster.compactEtcd();
+                install.cluster.restartApiServer();
+            } finally {
+                operator.signal("CONT");
+            }
+            cluster.awaitNewPod("j-worker-1", uid);
+            cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+            cluster.kubelet.run("j-worker-1");
+            cluster.kubelet.exit("j-master-0", 0);
+            assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+            assertOnePodPerReplica(cluster);
+            log = operator.log;
+        }
+        String operatorLog = Files.readString(log);
+        assertTrue(operatorLog.contains("410") || operatorLog.contains("too old resource version"),
+                "the operator's informers saw the expired watch (410 Gone)");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+}

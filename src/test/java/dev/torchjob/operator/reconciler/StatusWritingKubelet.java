@@ -1,0 +1,68 @@
+package dev.torchjob.operator.reconciler;
+
+import java.time.Instant;
+import java.util.List;
+
+import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodStatus;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/** The mock tier's kubelet: the mock API server runs no pods, so the test writes pod status itself. */
+public final class StatusWritingKubelet implements Kubelet {
+    private final KubernetesClient client;
+    private final String namespace;
+
+    public StatusWritingKubelet(KubernetesClient client, String namespace) {
+        this.client = client;
+        this.namespace = namespace;
+    }
+
+    @Override
+    public void run(String podName) {
+        setStatus(podName, "Running", null, running(podName));
+    }
+
+    @Override
+    public void exit(String podName, int exitCode) {
+        setStatus(podName, exitCode == 0 ? "Succeeded" : "Failed", null, terminated(podName, exitCode, exitCode == 0 ? "Completed" : "Error"));
+    }
+
+    @Override
+    public void oomKill(String podName) {
+        setStatus(podName, "Failed", null, terminated(podName, 137, "OOMKilled"));
+    }
+
+    @Override
+    public void evict(String podName) {
+        setStatus(podName, "Failed", "Evicted", List.of());
+    }
+
+    private List<ContainerStatus> running(String podName) {
+        return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(true)
+                .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
+                .build());
+    }
+
+    private List<ContainerStatus> terminated(String podName, int exitCode, String reason) {
+        return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(false)
+                .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
+                        .withFinishedAt(Instant.now().toString()).endTerminated().build())
+                .build());
+    }
+
+    private String trainingContainer(String podName) {
+        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
+        return dev.torchjob.operator.planning.PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName();
+    }
+
+    private void setStatus(String podName, String phase, String reason, List<ContainerStatus> containers) {
+        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
+        PodStatus status = new PodStatusBuilder().withPhase(phase).withReason(reason).withContainerStatuses(containers).build();
+        pod.setStatus(status);
+        client.pods().inNamespace(namespace).resource(pod).updateStatus();
+    }
+}
