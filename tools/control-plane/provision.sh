@@ -33,7 +33,9 @@ if [ -n "${KUBE_BINARIES_DIR:-}" ]; then
     cp "$KUBE_BINARIES_DIR/$c" "$bin/$c"
   done
 else
-  command -v go >/dev/null || { log "no 'go' on PATH: Go is needed to build the control plane from modules"; exit 1; }
+  command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the control plane from modules"; exit 1; }
+  go_minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+  [ "${go_minor:-0}" -ge 26 ] || { log "$(go env GOVERSION) is too old: Kubernetes $KUBERNETES_VERSION and kwok $KWOK_VERSION need Go >= 1.26"; exit 1; }
   export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT

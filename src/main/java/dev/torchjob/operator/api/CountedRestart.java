@@ -1,6 +1,7 @@
 package dev.torchjob.operator.api;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 
@@ -11,7 +12,9 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
 public class CountedRestart {
+    @JsonPropertyDescription("Name of the pod whose failure was counted.")
     public String pod;
+    @JsonPropertyDescription("UID of that pod: the same pod is never counted twice.")
     public String uid;
 
     public CountedRestart() {

@@ -23,7 +23,9 @@ public class JobCondition {
     public String type;
     @JsonPropertyDescription("True, False or Unknown.")
     public String status;
+    @JsonPropertyDescription("Machine-readable reason in CamelCase, e.g. BackoffLimitExceeded.")
     public String reason;
+    @JsonPropertyDescription("What happened, for people: names the pod, container and exit code where one is involved.")
     public String message;
     @JsonPropertyDescription("When status last changed.")
     public String lastTransitionTime;

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+
 import io.fabric8.crd.generator.annotation.AdditionalPrinterColumn;
 import io.fabric8.crd.generator.annotation.PrinterColumnFormat;
 import io.fabric8.generator.annotation.ValidationRule;
@@ -46,6 +48,19 @@ public class PyTorchTrainingJob extends CustomResource<PyTorchTrainingJobSpec, P
     public static final String VERSION = "v1beta1";
     public static final String KIND = "PyTorchTrainingJob";
     public static final String CRD_NAME = "pytorchtrainingjobs." + GROUP;
+
+    // Overridden only to describe the two fields for kubectl explain.
+    @Override
+    @JsonPropertyDescription("What to train: replica groups and their pod templates, restart and clean-up policies, run mode, elastic scaling, scheduler.")
+    public PyTorchTrainingJobSpec getSpec() {
+        return super.getSpec();
+    }
+
+    @Override
+    @JsonPropertyDescription("What the operator observed and decided: phase, conditions, replicas by type, restarts counted against the budget. Written only by the operator.")
+    public PyTorchTrainingJobStatus getStatus() {
+        return super.getStatus();
+    }
 
     @Override
     protected PyTorchTrainingJobStatus initStatus() {

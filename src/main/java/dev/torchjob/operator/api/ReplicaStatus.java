@@ -21,16 +21,20 @@ public class ReplicaStatus {
     public String uid;
     @JsonPropertyDescription("Pod phase, or Creating (not seen yet) or Deleted (gone).")
     public ReplicaPhase phase;
+    @JsonPropertyDescription("State of each container of the pod.")
     public List<ContainerStatus> containers = new ArrayList<>();
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)
     @RegisterForReflection
     public static class ContainerStatus {
+        @JsonPropertyDescription("Container name.")
         public String name;
         @JsonPropertyDescription("Waiting, Running or Terminated.")
         public String state;
+        @JsonPropertyDescription("Exit code, once terminated.")
         public Integer exitCode;
+        @JsonPropertyDescription("Why the container is waiting or terminated, e.g. OOMKilled or Error.")
         public String reason;
     }
 }

@@ -19,5 +19,6 @@ public class TaskStatus {
     public String type;
     @JsonPropertyDescription("Restarts of replicas of this type.")
     public Integer restartCount = 0;
+    @JsonPropertyDescription("One entry per replica of this type, by index.")
     public List<ReplicaStatus> replicas = new ArrayList<>();
 }

@@ -237,6 +237,14 @@ public final class ControlPlane {
                     .addToAnnotations(NODE_ANNOTATION, "true")
                     .addToLabels("kubernetes.io/hostname", name).addToLabels("type", "kwok")
                     .endMetadata().build()).serverSideApply();
+            // The TaintNodesByCondition admission plugin marks a new node not-ready; the node lifecycle
+            // controller (not run here: it would evict pods of nodes without a kubelet heartbeat) lifts it.
+            admin.nodes().withName(name).edit(node -> {
+                if (node.getSpec().getTaints() != null) {
+                    node.getSpec().getTaints().removeIf(t -> "node.kubernetes.io/not-ready".equals(t.getKey()));
+                }
+                return node;
+            });
         }
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         while (admin.nodes().withLabel("type", "kwok").list().getItems().stream()

@@ -152,7 +152,8 @@ class JobLifecycleIT {
 
     @ParameterizedTest
     @CsvSource({"Background", "Foreground"})
-    void deletingAJobRemovesItsPodsAndServiceThroughTheGarbageCollector(DeletionPropagation propagation) {
+    void deletingAJobRemovesItsPodsAndServiceThroughTheGarbageCollector(String policy) {
+        DeletionPropagation propagation = DeletionPropagation.valueOf(policy.toUpperCase());
         OperatorHarness cluster = running("gc", "OnFailure", "{backoffLimit: 3}");
         admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("j")
                 .withPropagationPolicy(propagation).delete();

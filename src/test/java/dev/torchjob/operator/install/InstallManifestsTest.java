@@ -62,6 +62,7 @@ class InstallManifestsTest {
         Map<String, Set<String>> verbs = verbs(role.getRules());
         assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchtrainingjobs"));
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchtrainingjobs/status"));
+        assertEquals(Set.of("update"), verbs.get("pytorchtrainingjobs/finalizers"));
         assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
         assertEquals(Set.of("create"), verbs.get("events"));
