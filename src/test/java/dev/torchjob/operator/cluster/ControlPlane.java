@@ -28,6 +28,8 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 
 /**
  * A real Kubernetes control plane on loopback for the real-cluster test tier: etcd, kube-apiserver,
@@ -239,12 +241,8 @@ public final class ControlPlane {
                     .endMetadata().build()).serverSideApply();
             // The TaintNodesByCondition admission plugin marks a new node not-ready; the node lifecycle
             // controller (not run here: it would evict pods of nodes without a kubelet heartbeat) lifts it.
-            admin.nodes().withName(name).edit(node -> {
-                if (node.getSpec().getTaints() != null) {
-                    node.getSpec().getTaints().removeIf(t -> "node.kubernetes.io/not-ready".equals(t.getKey()));
-                }
-                return node;
-            });
+            // A merge patch: kwok may be writing the node's status at the same time.
+            admin.nodes().withName(name).patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"taints\":null}}");
         }
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         while (admin.nodes().withLabel("type", "kwok").list().getItems().stream()
