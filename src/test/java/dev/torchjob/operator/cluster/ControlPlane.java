@@ -116,6 +116,7 @@ public final class ControlPlane {
     }
 
     private void start() throws IOException {
+        deleteRecursively(work.resolve("logs"));
         Files.createDirectories(work.resolve("logs"));
         if (ownServers) {
             startServers();
@@ -175,11 +176,15 @@ public final class ControlPlane {
         awaitHttp("kube-apiserver", URI.create("https://127.0.0.1:" + port + "/readyz"));
     }
 
-    /** Restarts kube-apiserver on the same port and etcd: every watch is cut, as in an upgrade of the control plane. */
+    /**
+     * Kills kube-apiserver (SIGKILL, as a crashed or lost control-plane node) and starts it again on the
+     * same port and etcd: every connection and watch is cut at once.
+     */
     public void restartApiServer() throws IOException {
         requireOwnServers("restart the API server");
         Process old = processes.get("kube-apiserver");
-        old.destroy();
+        // Not SIGTERM: a graceful shutdown waits for clients that do not read (a frozen operator).
+        old.destroyForcibly();
         try {
             old.waitFor(30, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
