@@ -42,7 +42,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
  * kwok against it (see docs/testing.md).
  */
 public final class ControlPlane {
-    /** Nodes kwok plays; enough pod slots for the benchmark (8 x 2000). */
+    /** Nodes kwok plays; enough pod slots for the benchmark (8 x 4000: its raw pods and the operator's). */
     static final int NODES = 8;
     static final String NODE_ANNOTATION = "test.torchjob.dev/kwok-node";
     private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
@@ -159,7 +159,14 @@ public final class ControlPlane {
     }
 
     private void startApiServer(int port, Path pki, Path serviceAccountKey) throws IOException {
+        Path auditPolicy = work.resolve("audit-policy.yaml");
+        try (var in = ControlPlane.class.getResourceAsStream("/control-plane/audit-policy.yaml")) {
+            Files.write(auditPolicy, in.readAllBytes());
+        }
+        Files.deleteIfExists(auditLog());
         start("kube-apiserver", List.of(bin.resolve("kube-apiserver").toString(),
+                "--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog(), "--audit-log-mode=batch",
+                "--audit-log-batch-max-wait=1s",
                 "--etcd-servers=http://127.0.0.1:" + etcdPort,
                 "--bind-address=127.0.0.1", "--secure-port=" + port,
                 // Nothing reaches this cluster from outside the machine: no endpoints for the kubernetes Service.
@@ -174,6 +181,11 @@ public final class ControlPlane {
                 "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 "--allow-privileged=true"));
         awaitHttp("kube-apiserver", URI.create("https://127.0.0.1:" + port + "/readyz"));
+    }
+
+    /** One JSON line per write the operator made (see src/test/resources/control-plane/audit-policy.yaml). */
+    public Path auditLog() {
+        return work.resolve("operator-writes.audit.jsonl");
     }
 
     /**

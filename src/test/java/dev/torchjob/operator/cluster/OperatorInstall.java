@@ -61,6 +61,11 @@ public final class OperatorInstall {
         return file;
     }
 
+    /** A kubeconfig with the operator's identity (its ServiceAccount's token). */
+    Path operatorKubeconfig() {
+        return operatorKubeconfig;
+    }
+
     /** The operator every test shares, started on first use. */
     public synchronized OperatorProcess operator() {
         if (shared == null) {

@@ -96,6 +96,24 @@ public final class OperatorProcess implements AutoCloseable {
         new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid())).inheritIO().start().waitFor();
     }
 
+    /** CPU time (user + system) the process has used so far, from /proc. */
+    public double cpuSeconds() throws IOException {
+        String[] stat = Files.readString(Path.of("/proc", String.valueOf(process.pid()), "stat")).split("\\) ", 2)[1].split(" ");
+        long ticks = Long.parseLong(stat[11]) + Long.parseLong(stat[12]); // utime, stime (fields 14 and 15)
+        return ticks / 100.0; // USER_HZ is 100 on Linux
+    }
+
+    /** The heap in use right after a full GC, as jcmd reports it. */
+    public String heapAfterGc() throws IOException, InterruptedException {
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "GC.run").redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
+        Process info = new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "GC.heap_info").redirectErrorStream(true).start();
+        String out = new String(info.getInputStream().readAllBytes());
+        info.waitFor();
+        return out.lines().filter(l -> l.contains("used")).findFirst().orElse(out).trim();
+    }
+
     public String tail() throws IOException {
         List<String> lines = Files.exists(log) ? Files.readAllLines(log) : List.of();
         return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
