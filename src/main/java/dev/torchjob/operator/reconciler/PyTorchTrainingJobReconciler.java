@@ -4,6 +4,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 import jakarta.inject.Inject;
 
@@ -22,6 +23,7 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
 import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
+import io.javaoperatorsdk.operator.processing.event.rate.RateLimited;
 import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
@@ -32,6 +34,9 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
  * what to do, and let the executor do it. No decisions are made here.
  */
 @ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME)
+// At most one pass per job per second: the burst of pod events of a starting or restarting job
+// (created, scheduled, started, for each replica) is planned once, not once per event.
+@RateLimited(maxReconciliations = 1, within = 1, unit = TimeUnit.SECONDS)
 public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJob> {
     public static final String NAME = "pytorchtrainingjob";
     private static final Logger LOG = Logger.getLogger(PyTorchTrainingJobReconciler.class);
