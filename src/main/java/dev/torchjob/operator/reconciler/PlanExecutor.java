@@ -2,6 +2,7 @@ package dev.torchjob.operator.reconciler;
 
 import java.net.HttpURLConnection;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 import jakarta.enterprise.context.ApplicationScoped;
@@ -26,8 +27,8 @@ import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
  * Applies a plan to the API server in the order that keeps restart counting exactly-once:
- * status first (it records which pod UIDs were counted), then the events that report it, then
- * deletes, then creates (PodGroup, Service, pods).
+ * status first (it records which pod UIDs were counted), then the events that report it together
+ * with the deletes, then creates (the PodGroup, then the Service and the pods together).
  */
 @ApplicationScoped
 public class PlanExecutor {
@@ -61,14 +62,28 @@ public class PlanExecutor {
         } else {
             metrics.observe(job, plan.status());
         }
-        // Events report the status just written; recorded before any API call that could fail,
-        // so a failing delete or create never loses them (the next pass would not say them again).
-        plan.events().forEach(event -> events.record(job, event));
+        // Events report the status just written. They go out together with the deletes, and every
+        // call is awaited before any failure is rethrown, so a failing delete or create never loses
+        // one (the next pass would not say it again).
         String namespace = job.getMetadata().getNamespace();
-        inParallel(plan.podsToDelete().stream().map(deletion -> Uni.createFrom().item(() -> delete(namespace, deletion))).toList());
+        List<Uni<Void>> eventsAndDeletes = new ArrayList<>();
+        plan.events().forEach(event -> eventsAndDeletes.add(call(() -> events.record(job, event))));
+        plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(() -> delete(namespace, deletion))));
+        inParallel(eventsAndDeletes);
+        // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
         plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
-        plan.serviceToCreate().ifPresent(service -> createIgnoringExisting(() -> client.services().resource(service).create()));
-        inParallel(plan.podsToCreate().stream().map(pod -> Uni.createFrom().item(() -> create(job, pod))).toList());
+        List<Uni<Void>> creates = new ArrayList<>();
+        plan.serviceToCreate().ifPresent(service -> creates.add(call(
+                () -> createIgnoringExisting(() -> client.services().resource(service).create()))));
+        plan.podsToCreate().forEach(pod -> creates.add(call(() -> create(job, pod))));
+        inParallel(creates);
+    }
+
+    private static Uni<Void> call(Runnable apiCall) {
+        return Uni.createFrom().item(() -> {
+            apiCall.run();
+            return null;
+        });
     }
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
@@ -89,7 +104,7 @@ public class PlanExecutor {
         }
     }
 
-    private Void create(PyTorchTrainingJob job, Pod pod) {
+    private void create(PyTorchTrainingJob job, Pod pod) {
         try {
             createIgnoringExisting(() -> client.pods().resource(pod).create());
         } catch (KubernetesClientException e) {
@@ -100,10 +115,9 @@ public class PlanExecutor {
             }
             throw e;
         }
-        return null;
     }
 
-    private Void delete(String namespace, PodDeletion deletion) {
+    private void delete(String namespace, PodDeletion deletion) {
         try {
             client.pods().inNamespace(namespace).withName(deletion.name())
                     .lockResourceVersion(deletion.resourceVersion())
@@ -115,7 +129,6 @@ public class PlanExecutor {
                 throw e;
             }
         }
-        return null;
     }
 
     private static void createIgnoringExisting(Runnable create) {

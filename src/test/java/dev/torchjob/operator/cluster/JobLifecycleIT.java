@@ -40,19 +40,10 @@ class JobLifecycleIT {
         admin = install.cluster.admin();
     }
 
-    static OperatorHarness harness(String prefix) {
-        String namespace = install.namespace(prefix);
-        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
-    }
 
     /** A master and two workers, all Running on kwok nodes. */
     static OperatorHarness running(String prefix, String policy, String runPolicy) {
-        OperatorHarness cluster = harness(prefix);
-        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
-        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
-        cluster.runAll();
-        cluster.awaitPhase("j", JobPhase.Running);
-        return cluster;
+        return install.harness(prefix).runJob(policy, runPolicy);
     }
 
     @Test

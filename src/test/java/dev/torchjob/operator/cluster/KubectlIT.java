@@ -26,10 +26,6 @@ class KubectlIT {
         kubectl = install.cluster.kubectl();
     }
 
-    static OperatorHarness harness(String prefix) {
-        String namespace = install.namespace(prefix);
-        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
-    }
 
     static List<String> columns(String line) {
         return List.of(line.trim().split("\\s{2,}"));
@@ -37,7 +33,7 @@ class KubectlIT {
 
     @Test
     void getShowsThePrinterColumnsAndWideAddsTheTimes() {
-        OperatorHarness cluster = harness("get");
+        OperatorHarness cluster = install.harness("get");
         cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
         cluster.awaitPods(3);
         cluster.runAll();
@@ -57,18 +53,8 @@ class KubectlIT {
 
     @Test
     void scaleGoesThroughTheScaleSubresource() {
-        OperatorHarness cluster = harness("scale");
-        cluster.submit("""
-                apiVersion: batch.tensorstack.dev/v1beta1
-                kind: PyTorchTrainingJob
-                metadata: {name: el}
-                spec:
-                  torchrunConfig: {enabled: true}
-                  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 2}
-                  replicaSpecs:
-                  - type: node
-                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python], args: [train.py]}]}}
-                """);
+        OperatorHarness cluster = install.harness("scale");
+        cluster.submit(OperatorHarness.elasticJob(1, 6, 2));
         cluster.awaitPodNames("el-node-0", "el-node-1");
         kubectl.run("scale", "pj/el", "--replicas=4", "-n", cluster.namespace).orFail();
         cluster.awaitPodNames("el-node-0", "el-node-1", "el-node-2", "el-node-3");
@@ -85,11 +71,8 @@ class KubectlIT {
 
     @Test
     void waitReturnsWhenTheJobCompletesAndDescribeShowsItsEvents() {
-        OperatorHarness cluster = harness("wait");
-        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
-        cluster.awaitPods(3);
-        cluster.runAll();
-        cluster.awaitPhase("j", JobPhase.Running);
+        OperatorHarness cluster = install.harness("wait");
+        cluster.runJob("OnFailure", "{backoffLimit: 3}");
         cluster.kubelet.exit("j-master-0", 0);
         kubectl.run("wait", "--for=condition=Completed", "pj/j", "--timeout=60s", "-n", cluster.namespace).orFail();
         kubectl.run("wait", "--for=jsonpath={.status.phase}=Succeeded", "pj/j", "--timeout=10s", "-n", cluster.namespace).orFail();
@@ -103,11 +86,8 @@ class KubectlIT {
 
     @Test
     void pauseAndResumeWithKubectlPatch() {
-        OperatorHarness cluster = harness("pause");
-        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
-        cluster.awaitPods(3);
-        cluster.runAll();
-        cluster.awaitPhase("j", JobPhase.Running);
+        OperatorHarness cluster = install.harness("pause");
+        cluster.runJob("OnFailure", "{backoffLimit: 3}");
 
         kubectl.run("patch", "pj", "j", "-n", cluster.namespace, "--type=merge",
                 "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}").orFail();

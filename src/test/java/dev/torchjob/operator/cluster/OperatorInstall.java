@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 
+import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -97,6 +98,12 @@ public final class OperatorInstall {
             shared.close();
             shared = null;
         }
+    }
+
+    /** A fresh namespace for one test, and the harness that works in it with kwok as the kubelet. */
+    public OperatorHarness harness(String prefix) {
+        String namespace = namespace(prefix);
+        return new OperatorHarness(cluster.admin(), namespace, new KwokKubelet(cluster.admin(), namespace));
     }
 
     /** A fresh namespace for one test, with its default ServiceAccount in place (pods need it). */

@@ -45,18 +45,6 @@ class ResilienceIT {
         install.operator();
     }
 
-    static OperatorHarness harness(String prefix) {
-        String namespace = install.namespace(prefix);
-        return new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
-    }
-
-    static OperatorHarness running(OperatorHarness cluster, String policy, String runPolicy) {
-        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
-        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
-        cluster.runAll();
-        cluster.awaitPhase("j", JobPhase.Running);
-        return cluster;
-    }
 
     /** Every pod ever created for the job, by name: a second create of a live name would show here. */
     static void assertOnePodPerReplica(OperatorHarness cluster) {
@@ -77,9 +65,9 @@ class ResilienceIT {
     @ParameterizedTest(name = "killed {0} ms after the pod failed")
     @ValueSource(ints = {0, 150})
     void anOperatorKilledMidRestartIsReplacedAndCountsTheRestartOnce(int delayMillis) throws Exception {
-        OperatorHarness cluster = harness("kill");
+        OperatorHarness cluster = install.harness("kill");
         try (OperatorProcess first = install.newOperator(Map.of(), true)) {
-            running(cluster, "ExitCode", "{backoffLimit: 5}");
+            cluster.runJob("ExitCode", "{backoffLimit: 5}");
             String uid = cluster.pod("j-worker-0").getMetadata().getUid();
             cluster.kubelet.oomKill("j-worker-0");
             Thread.sleep(delayMillis);
@@ -107,12 +95,12 @@ class ResilienceIT {
     @ParameterizedTest(name = "server-side apply {0}")
     @ValueSource(booleans = {false, true})
     void statusWritesRacingAnotherWriterCountEveryRestartOnce(boolean serverSideApply) throws Exception {
-        OperatorHarness cluster = harness(serverSideApply ? "race-ssa" : "race-update");
+        OperatorHarness cluster = install.harness(serverSideApply ? "race-ssa" : "race-update");
         long conflictsBefore = statusConflicts();
         AtomicBoolean writing = new AtomicBoolean(true);
         AtomicInteger edits = new AtomicInteger();
         try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
-            running(cluster, "OnFailure", "{backoffLimit: 5}");
+            cluster.runJob("OnFailure", "{backoffLimit: 5}");
             Thread writer = new Thread(() -> {
                 while (writing.get()) {
                     try {
@@ -171,11 +159,11 @@ class ResilienceIT {
      */
     @Test
     void aWatchThatExpiresIsRelistedAndNothingIsMissedOrDoubled() throws Exception {
-        OperatorHarness cluster = harness("expiry");
+        OperatorHarness cluster = install.harness("expiry");
         Path log;
         try (OperatorProcess operator = install.newOperator(
                 Map.of("quarkus.log.category.\"io.fabric8.kubernetes.client.informers\".level", "DEBUG"), false)) {
-            running(cluster, "ExitCode", "{backoffLimit: 5}");
+            cluster.runJob("ExitCode", "{backoffLimit: 5}");
             String uid = cluster.pod("j-worker-1").getMetadata().getUid();
             operator.signal("STOP");
             try {

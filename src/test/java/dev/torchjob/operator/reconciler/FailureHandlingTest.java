@@ -31,12 +31,7 @@ class FailureHandlingTest {
     KubernetesClient client;
 
     static OperatorHarness running(KubernetesClient client, String namespace, String policy, String runPolicy) {
-        OperatorHarness cluster = new OperatorHarness(client, namespace);
-        cluster.submit(OperatorHarness.job("j", policy, runPolicy));
-        cluster.awaitPods(3);
-        cluster.runAll();
-        cluster.awaitPhase("j", JobPhase.Running);
-        return cluster;
+        return new OperatorHarness(client, namespace).runJob(policy, runPolicy);
     }
 
     @Test

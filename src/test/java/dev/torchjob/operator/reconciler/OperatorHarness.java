@@ -53,6 +53,30 @@ public final class OperatorHarness {
                 """.formatted(name, runPolicy, policy, policy);
     }
 
+    /** Submits {@link #job} as "j" and returns once its three pods run and the job is Running. */
+    public OperatorHarness runJob(String policy, String runPolicy) {
+        submit(job("j", policy, runPolicy));
+        awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        runAll();
+        awaitPhase("j", JobPhase.Running);
+        return this;
+    }
+
+    /** An elastic torchrun job "el" with one replica group "node". */
+    public static String elasticJob(int minReplicas, int maxReplicas, int expectedReplicas) {
+        return """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: el}
+                spec:
+                  torchrunConfig: {enabled: true}
+                  elastic: {enabled: true, minReplicas: %d, maxReplicas: %d, expectedReplicas: %d}
+                  replicaSpecs:
+                  - type: node
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python], args: [train.py]}]}}
+                """.formatted(minReplicas, maxReplicas, expectedReplicas);
+    }
+
     public PyTorchTrainingJob submit(String yaml) {
         PyTorchTrainingJob job = client.getKubernetesSerialization().unmarshal(yaml, PyTorchTrainingJob.class);
         return client.resources(PyTorchTrainingJob.class).inNamespace(namespace).resource(job).create();

@@ -36,17 +36,7 @@ class RunModesIntegrationTest {
     @Test
     void elasticJobScalesThreeToFiveToTwoWithoutCountingRestarts() {
         OperatorHarness cluster = new OperatorHarness(client, "elastic");
-        cluster.submit("""
-                apiVersion: batch.tensorstack.dev/v1beta1
-                kind: PyTorchTrainingJob
-                metadata: {name: el}
-                spec:
-                  torchrunConfig: {enabled: true}
-                  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 3}
-                  replicaSpecs:
-                  - type: node
-                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python], args: [train.py]}]}}
-                """);
+        cluster.submit(OperatorHarness.elasticJob(1, 6, 3));
         cluster.awaitPodNames("el-node-0", "el-node-1", "el-node-2");
         assertEquals("--nnodes=1:6", training(cluster.pod("el-node-0")).getArgs().get(0));
         cluster.runAll();
