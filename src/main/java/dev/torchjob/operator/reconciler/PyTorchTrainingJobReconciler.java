@@ -34,9 +34,9 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
  * what to do, and let the executor do it. No decisions are made here.
  */
 @ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME)
-// At most one pass per job per second: the burst of pod events of a starting or restarting job
+// At most one pass per job per half second: the burst of pod events of a starting or restarting job
 // (created, scheduled, started, for each replica) is planned once, not once per event.
-@RateLimited(maxReconciliations = 1, within = 1, unit = TimeUnit.SECONDS)
+@RateLimited(maxReconciliations = 1, within = 500, unit = TimeUnit.MILLISECONDS)
 public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJob> {
     public static final String NAME = "pytorchtrainingjob";
     private static final Logger LOG = Logger.getLogger(PyTorchTrainingJobReconciler.class);
