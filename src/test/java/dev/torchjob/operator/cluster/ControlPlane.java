@@ -147,7 +147,7 @@ public final class ControlPlane {
 
         int apiPort = freePort();
         startApiServer(apiPort, pki, serviceAccountKey);
-        writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, pki.resolve("apiserver.crt"), token);
+        writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, Files.readAllBytes(pki.resolve("apiserver.crt")), token);
 
         start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
                 "--kubeconfig=" + adminKubeconfig,
@@ -329,8 +329,23 @@ public final class ControlPlane {
         }
     }
 
-    static void writeKubeconfig(Path file, String server, Path caFile, String token) throws IOException {
-        String ca = Base64.getEncoder().encodeToString(Files.readAllBytes(caFile));
+    /** The PEM bytes of the CA the API server's certificate is checked against. */
+    byte[] certificateAuthority() throws IOException {
+        if (ownServers) {
+            return Files.readAllBytes(work.resolve("pki").resolve("apiserver.crt"));
+        }
+        Config config = admin.getConfiguration();
+        if (config.getCaCertData() != null) {
+            return Base64.getDecoder().decode(config.getCaCertData());
+        }
+        if (config.getCaCertFile() != null) {
+            return Files.readAllBytes(Path.of(config.getCaCertFile()));
+        }
+        throw new IOException("the kubeconfig " + adminKubeconfig + " names no certificate authority for its cluster");
+    }
+
+    static void writeKubeconfig(Path file, String server, byte[] caPem, String token) throws IOException {
+        String ca = Base64.getEncoder().encodeToString(caPem);
         Files.writeString(file, """
                 apiVersion: v1
                 kind: Config

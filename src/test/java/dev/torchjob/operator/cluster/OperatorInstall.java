@@ -57,8 +57,7 @@ public final class OperatorInstall {
                 .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
                 .getStatus().getToken();
         Path file = cluster.work.resolve("operator.kubeconfig");
-        ControlPlane.writeKubeconfig(file, admin.getConfiguration().getMasterUrl(),
-                cluster.work.resolve("pki").resolve("apiserver.crt"), token);
+        ControlPlane.writeKubeconfig(file, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
         return file;
     }
 
