@@ -8,7 +8,6 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.client.KubernetesClient;
 

@@ -1,7 +1,6 @@
 package dev.torchjob.operator.cluster;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -118,13 +117,5 @@ public final class OperatorInstall {
             ControlPlane.sleep(100);
         }
         return name;
-    }
-
-    static String read(Path file) {
-        try {
-            return Files.readString(file);
-        } catch (IOException e) {
-            throw new AssertionError(e);
-        }
     }
 }
