@@ -55,12 +55,13 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         return List.of(ownedBy(Pod.class, context), ownedBy(Service.class, context));
     }
 
-    /** An informer for one kind of owned object, limited to the operator's label, mapped back by owner-name. */
+    /** An informer for one kind of owned object, limited to the operator's label, mapped back by owner-name, cached lean. */
     private static <R extends HasMetadata> InformerEventSource<R, PyTorchTrainingJob> ownedBy(
             Class<R> kind, EventSourceContext<PyTorchTrainingJob> context) {
         var configuration = InformerEventSourceConfiguration.from(kind, PyTorchTrainingJob.class)
                 .withName(kind.getSimpleName().toLowerCase())
                 .withLabelSelector(JobLabels.OPERATOR_SELECTOR)
+                .withItemStore(new CacheWithoutManagedFields<>())
                 .withNamespacesInheritedFromController()
                 .withSecondaryToPrimaryMapper((R owned) -> {
                     String job = owned.getMetadata().getLabels() == null ? null
