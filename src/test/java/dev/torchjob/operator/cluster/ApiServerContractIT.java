@@ -158,10 +158,10 @@ class ApiServerContractIT {
 
     @Test
     void theUserOwnsTheSpecAndTheOperatorTheStatusUnderServerSideApply() {
-        String namespace = install.namespace("ownership");
+        OperatorHarness cluster = install.harness("ownership");
+        String namespace = cluster.namespace;
         kubectl.runWithInput(job("owned", "runPolicy: {backoffLimit: 2}"), "apply", "--server-side", "--field-manager=ml-engineer",
                 "-n", namespace, "-f", "-").orFail();
-        OperatorHarness cluster = new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
         cluster.awaitPhase("owned", JobPhase.Running);
 
         List<ManagedFieldsEntry> managers = cluster.job("owned").getMetadata().getManagedFields();
@@ -210,7 +210,8 @@ class ApiServerContractIT {
 
     @Test
     void statusSentWithTheMainResourceIsIgnoredAndGenerationFollowsTheSpec() {
-        String namespace = install.namespace("subresource");
+        OperatorHarness cluster = install.harness("subresource");
+        String namespace = cluster.namespace;
         GenericKubernetesResource job = Serialization.unmarshal(job("gen", "runPolicy: {backoffLimit: 1}"), GenericKubernetesResource.class);
         job.setAdditionalProperty("status", Map.of("phase", "Succeeded"));
         GenericKubernetesResource created = admin.genericKubernetesResources(JOBS).inNamespace(namespace).resource(job).create();
@@ -218,7 +219,6 @@ class ApiServerContractIT {
                 "status is written only through the status subresource");
         assertEquals(1L, created.getMetadata().getGeneration());
 
-        OperatorHarness cluster = new OperatorHarness(admin, namespace, new KwokKubelet(admin, namespace));
         cluster.awaitJob("gen", j -> j.getStatus() != null && j.getStatus().observedGeneration != null && j.getStatus().observedGeneration == 1L);
         assertEquals(1L, cluster.job("gen").getMetadata().getGeneration(), "status writes do not bump the generation");
 
