@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.planning.SpecValidator;
+import dev.torchjob.operator.t9k.SpecValidator;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;

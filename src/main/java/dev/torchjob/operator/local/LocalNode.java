@@ -18,8 +18,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.planning.JobLabels;
-import dev.torchjob.operator.planning.PodTemplates;
+import dev.torchjob.operator.t9k.JobLabels;
+import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
@@ -91,7 +91,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             return;
         }
         String podName = pod.getMetadata().getName();
-        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod.getSpec().getContainers());
         Map<String, String> env = environment(container.getEnv(), pod.getSpec().getSubdomain(), podName);
         List<String> argv = new ArrayList<>();
         if (container.getCommand() != null) {
@@ -208,7 +208,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     private void markRunning(Pod pod) {
-        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod.getSpec().getContainers());
         writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(Instant.now().toString())
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true)
                         .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
@@ -217,7 +217,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     private void finish(Pod pod, int exitCode, String reason) {
-        Container container = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod.getSpec().getContainers());
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false)
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)

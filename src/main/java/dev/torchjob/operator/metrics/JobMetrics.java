@@ -11,11 +11,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
-import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
-import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.planning.Plan;
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.Plan;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -41,7 +40,7 @@ public class JobMetrics {
     private final Map<ResourceID, Seen> jobs = new ConcurrentHashMap<>();
     private final Set<String> namespacesWithGauges = ConcurrentHashMap.newKeySet();
 
-    private record Seen(JobPhase phase, Instant created) {
+    private record Seen(Phase phase, Instant created) {
     }
 
     @Inject
@@ -51,35 +50,36 @@ public class JobMetrics {
     }
 
     /** Every pass: what the job's phase is now (for the by-phase and pending-age gauges). */
-    public void observe(PyTorchTrainingJob job, PyTorchTrainingJobStatus status) {
+    public void observe(HasMetadata job, JobState state) {
         String namespace = job.getMetadata().getNamespace();
         registerNamespace(namespace);
-        JobPhase phase = status == null || status.phase == null ? JobPhase.Pending : status.phase;
+        Phase phase = state.phase() == null ? Phase.Pending : state.phase();
         jobs.put(ResourceID.fromResource(job), new Seen(phase, instant(job.getMetadata().getCreationTimestamp())));
     }
 
     /** After the status was written: count the transitions between the two. */
-    public void statusWritten(PyTorchTrainingJob job, PyTorchTrainingJobStatus before, Plan plan) {
-        PyTorchTrainingJobStatus after = plan.status();
+    public void statusWritten(HasMetadata job, Plan<?> plan) {
+        JobState before = plan.before();
+        JobState after = plan.after();
         String namespace = job.getMetadata().getNamespace();
         registerNamespace(namespace);
-        if (before == null || before.observedGeneration == null) {
+        if (!before.planned()) {
             kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace).increment();
         }
-        JobPhase was = before == null ? null : before.phase;
-        if (after.phase != was && after.phase == JobPhase.Succeeded) {
+        Phase was = before.phase();
+        if (after.phase() != was && after.phase() == Phase.Succeeded) {
             kubeflowCounter("training_operator_jobs_successful", "Jobs that succeeded", namespace).increment();
             recordDuration(namespace, "Succeeded", after);
         }
-        if (after.phase != was && after.phase == JobPhase.Failed) {
+        if (after.phase() != was && after.phase() == Phase.Failed) {
             kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace).increment();
             recordDuration(namespace, "Failed", after);
         }
-        if (after.phase == JobPhase.Running && (was == null || was == JobPhase.Pending)) {
+        if (after.phase() == Phase.Running && (was == null || was == Phase.Pending)) {
+            // Every replica ran at this pass: it is when the job's Running condition turned true.
             Instant created = instant(job.getMetadata().getCreationTimestamp());
-            JobCondition running = after.conditions.stream().filter(c -> JobCondition.RUNNING.equals(c.type)).findFirst().orElse(null);
-            Instant ran = running == null ? null : instant(running.lastTransitionTime);
-            if (created != null && ran != null && !ran.isBefore(created)) {
+            Instant ran = plan.decidedAt();
+            if (created != null && !ran.isBefore(created)) {
                 timeToRunning(namespace).record(Duration.between(created, ran));
             }
         }
@@ -103,9 +103,9 @@ public class JobMetrics {
         jobs.remove(job);
     }
 
-    private void recordDuration(String namespace, String outcome, PyTorchTrainingJobStatus status) {
-        Instant start = instant(status.startTime);
-        Instant end = instant(status.completionTime);
+    private void recordDuration(String namespace, String outcome, JobState state) {
+        Instant start = state.startTime();
+        Instant end = state.completionTime();
         if (start != null && end != null && !end.isBefore(start)) {
             duration(namespace, outcome).record(Duration.between(start, end));
         }
@@ -151,7 +151,7 @@ public class JobMetrics {
         duration(namespace, "Succeeded");
         duration(namespace, "Failed");
         timeToRunning(namespace);
-        for (JobPhase phase : JobPhase.values()) {
+        for (Phase phase : Phase.values()) {
             Gauge.builder("pytorchtrainingjob_jobs", jobs, all -> all.entrySet().stream()
                             .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == phase).count())
                     .description("Jobs by phase")
@@ -159,7 +159,7 @@ public class JobMetrics {
                     .register(registry);
         }
         Gauge.builder("pytorchtrainingjob_oldest_pending_seconds", jobs, all -> all.entrySet().stream()
-                        .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == JobPhase.Pending
+                        .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == Phase.Pending
                                 && e.getValue().created() != null)
                         .mapToDouble(e -> Duration.between(e.getValue().created(), clock.instant()).toMillis() / 1000.0)
                         .max().orElse(0))

@@ -9,8 +9,8 @@ import jakarta.inject.Inject;
 
 import org.jboss.logging.Logger;
 
-import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.planning.Plan.JobEvent;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import dev.torchjob.operator.engine.Plan.JobEvent;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -31,7 +31,7 @@ public class JobEventRecorder {
 
     private final AtomicLong sequence = new AtomicLong();
 
-    public void record(PyTorchTrainingJob job, JobEvent event) {
+    public void record(HasMetadata job, JobEvent event) {
         String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
         Event object = new EventBuilder()
                 .withNewMetadata()

@@ -11,22 +11,25 @@ import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
-import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.metrics.JobMetrics;
-import dev.torchjob.operator.planning.Plan;
-import dev.torchjob.operator.planning.Plan.PodDeletion;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Plan.PodDeletion;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
+import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
- * Applies a plan to the API server in the order that keeps restart counting exactly-once:
+ * Applies a plan, for any job kind, to the API server in the order that keeps restart counting exactly-once:
  * status first (it records which pod UIDs were counted), then the events that report it together
  * with the deletes, then creates (the PodGroup, then the Service and the pods together).
  */
@@ -54,13 +57,12 @@ public class PlanExecutor {
     @ConfigProperty(name = "torchjob.server-side-apply", defaultValue = "true")
     boolean serverSideApply;
 
-    public void apply(PyTorchTrainingJob job, Plan plan, Context<PyTorchTrainingJob> context) {
+    public <S, J extends CustomResource<?, S>> void apply(J job, Plan<S> plan, Context<J> context) {
         if (plan.statusChanged()) {
-            PyTorchTrainingJobStatus before = job.getStatus();
             writeStatus(job, plan.status(), context);
-            metrics.statusWritten(job, before, plan); // counted once: when the transition is written
+            metrics.statusWritten(job, plan); // counted once: when the transition is written
         } else {
-            metrics.observe(job, plan.status());
+            metrics.observe(job, plan.after());
         }
         // Events report the status just written. They go out together with the deletes, and every
         // call is awaited before any failure is rethrown, so a failing delete or create never loses
@@ -73,9 +75,9 @@ public class PlanExecutor {
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
         plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
         List<Uni<Void>> creates = new ArrayList<>();
-        plan.serviceToCreate().ifPresent(service -> creates.add(call(
-                () -> createIgnoringExisting(() -> client.services().resource(service).create()))));
-        plan.podsToCreate().forEach(pod -> creates.add(call(() -> create(job, pod))));
+        plan.serviceToCreate().ifPresent(service -> creates.add(call(() -> createIgnoringExisting(
+                () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create())))));
+        plan.podsToCreate().forEach(pod -> creates.add(call(() -> create(job, pod, context))));
         inParallel(creates);
     }
 
@@ -87,10 +89,10 @@ public class PlanExecutor {
     }
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
-    private void writeStatus(PyTorchTrainingJob job, PyTorchTrainingJobStatus status, Context<PyTorchTrainingJob> context) {
+    private <S, J extends CustomResource<?, S>> void writeStatus(J job, S status, Context<J> context) {
         if (serverSideApply) {
             // Only the status, under our field manager: a user's apply of the spec never conflicts with it.
-            PyTorchTrainingJob applied = new PyTorchTrainingJob();
+            J applied = emptyLike(job);
             applied.setMetadata(new ObjectMetaBuilder().withName(job.getMetadata().getName())
                     .withNamespace(job.getMetadata().getNamespace()).build());
             applied.setSpec(null);
@@ -104,9 +106,19 @@ public class PlanExecutor {
         }
     }
 
-    private void create(PyTorchTrainingJob job, Pod pod) {
+    /** A new object of the job's kind with nothing set: what a server-side apply of the status sends. */
+    @SuppressWarnings("unchecked")
+    private static <J extends CustomResource<?, ?>> J emptyLike(J job) {
         try {
-            createIgnoringExisting(() -> client.pods().resource(pod).create());
+            return (J) job.getClass().getDeclaredConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("job kind " + job.getClass() + " has no public no-argument constructor", e);
+        }
+    }
+
+    private <J extends CustomResource<?, ?>> void create(J job, Pod pod, Context<J> context) {
+        try {
+            createIgnoringExisting(() -> seenByNextPass(job, context, Pod.class, client.pods().resource(pod).create()));
         } catch (KubernetesClientException e) {
             if (e.getCode() == 422) {
                 // The API server rejected the pod template: say so on the job, then let the retry back off.
@@ -114,6 +126,19 @@ public class PlanExecutor {
                         "Pod " + pod.getMetadata().getName() + " was rejected: " + e.getStatus().getMessage()));
             }
             throw e;
+        }
+    }
+
+    /**
+     * Puts what was just created into the informer's cache at once: the next pass, which may start
+     * before the informer's watch delivers it, must not plan a second create of the same name.
+     */
+    private static <R extends HasMetadata, J extends CustomResource<?, ?>> void seenByNextPass(J job, Context<J> context,
+            Class<R> kind, R created) {
+        if (context.eventSourceRetriever().getEventSourceFor(kind) instanceof RecentOperationCacheFiller<?> informer) {
+            @SuppressWarnings("unchecked")
+            RecentOperationCacheFiller<R> cache = (RecentOperationCacheFiller<R>) informer;
+            cache.handleRecentResourceCreate(ResourceID.fromResource(job), created);
         }
     }
 

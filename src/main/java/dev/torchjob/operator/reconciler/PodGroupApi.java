@@ -9,8 +9,8 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.planning.Observation.PodGroupState;
-import dev.torchjob.operator.planning.PodTemplates;
+import dev.torchjob.operator.engine.Observation.PodGroupState;
+import dev.torchjob.operator.t9k.PodTemplates;
 import io.fabric8.kubernetes.api.model.APIResourceList;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.KubernetesClient;

@@ -11,10 +11,11 @@ import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.planning.JobLabels;
-import dev.torchjob.operator.planning.Observation;
-import dev.torchjob.operator.planning.Plan;
-import dev.torchjob.operator.planning.Planner;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Observation;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.t9k.JobLabels;
+import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
@@ -30,8 +31,9 @@ import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 
 /**
- * The thin shell: observe the job and its pods from the informer caches, ask the planner
- * what to do, and let the executor do it. No decisions are made here.
+ * The thin shell for PyTorchTrainingJob: observe the job and its pods from the informer caches,
+ * ask the T9k adapter (and through it the engine) what to do, and let the executor do it. No
+ * decisions are made here.
  */
 @ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME)
 // At most one pass per job per half second: the burst of pod events of a starting or restarting job
@@ -77,9 +79,10 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
-        Plan plan = Planner.plan(new Observation(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()));
+        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(
+                new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()));
         LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
-                job.getMetadata().getName(), plan.status().phase, plan.podsToCreate().size(), plan.podsToDelete().size(),
+                job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());
         executor.apply(job, plan, context);
         UpdateControl<PyTorchTrainingJob> control = UpdateControl.noUpdate();

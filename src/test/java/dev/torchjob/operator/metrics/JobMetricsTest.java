@@ -10,8 +10,9 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.planning.Plan;
-import dev.torchjob.operator.planning.Planner;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.t9k.T9kModel;
+import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -42,11 +43,10 @@ class JobMetricsTest {
 
     /** Plans one pass and "writes" it: the executor's part, with metrics. */
     PyTorchTrainingJob pass(JobMetrics metrics, PyTorchTrainingJob job, java.util.List<Pod> pods, Instant now) {
-        Plan plan = Planner.plan(job, pods, true, now);
-        PyTorchTrainingJobStatus before = job.getStatus();
+        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(job, pods, true, now);
         if (plan.statusChanged()) {
             job.setStatus(plan.status());
-            metrics.statusWritten(job, before, plan);
+            metrics.statusWritten(job, plan);
         }
         return job;
     }
@@ -57,7 +57,7 @@ class JobMetricsTest {
     }
 
     static Pod pod(PyTorchTrainingJob job, String phase, Integer exitCode) {
-        Pod pod = Planner.plan(job(), java.util.List.of(), true, T0).podsToCreate().get(0); // the pod as the operator makes it
+        Pod pod = T9kPlanner.plan(job(), java.util.List.of(), true, T0).podsToCreate().get(0); // the pod as the operator makes it
         pod.getMetadata().setUid("pod-1");
         var state = exitCode == null ? new ContainerStateBuilder().withNewRunning().endRunning().build()
                 : new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).endTerminated().build();
@@ -85,7 +85,7 @@ class JobMetricsTest {
         SimpleMeterRegistry restartedRegistry = new SimpleMeterRegistry();
         JobMetrics restarted = new JobMetrics(restartedRegistry, Clock.fixed(T0, ZoneOffset.UTC));
         pass(restarted, job, java.util.List.of(pod(job, "Succeeded", 0)), T0.plusSeconds(300));
-        restarted.observe(job, job.getStatus());
+        restarted.observe(job, T9kModel.state(job.getStatus()));
         assertEquals(0, restartedRegistry.find("training_operator_jobs_successful").tag("job_namespace", "team-a").counter().count(),
                 "the transition was written, and counted, by the previous process");
         assertEquals(0, restartedRegistry.find("training_operator_jobs_created").tag("job_namespace", "team-a").counter().count());
@@ -111,7 +111,7 @@ class JobMetricsTest {
         PyTorchTrainingJob job = job();
         pass(metrics, job, java.util.List.of(), T0);
         JobMetrics later = new JobMetrics(registry, Clock.fixed(T0.plusSeconds(90), ZoneOffset.UTC));
-        later.observe(job, job.getStatus());
+        later.observe(job, T9kModel.state(job.getStatus()));
         assertEquals(1.0, registry.find("pytorchtrainingjob_jobs").tag("phase", "Pending").gauge().value());
         assertEquals(0.0, registry.find("pytorchtrainingjob_jobs").tag("phase", "Running").gauge().value());
     }

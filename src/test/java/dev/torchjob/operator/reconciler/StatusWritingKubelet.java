@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import dev.torchjob.operator.engine.TrainingContainer;
 import java.time.Instant;
 import java.util.List;
 
@@ -56,7 +57,7 @@ public final class StatusWritingKubelet implements Kubelet {
 
     private String trainingContainer(String podName) {
         Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
-        return dev.torchjob.operator.planning.PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName();
+        return dev.torchjob.operator.engine.TrainingContainer.of(pod.getSpec().getContainers()).getName();
     }
 
     private void setStatus(String podName, String phase, String reason, List<ContainerStatus> containers) {

@@ -1,5 +1,9 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.engine.Observation;
+import dev.torchjob.operator.engine.TrainingContainer;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -28,7 +32,7 @@ final class InMemoryCluster {
     boolean podGroupApiInstalled = true;
     boolean podGroupExists;
     Instant now = Instant.parse("2026-01-01T00:00:00Z");
-    final List<Plan> plans = new ArrayList<>();
+    final List<Plan<PyTorchTrainingJobStatus>> plans = new ArrayList<>();
     int resourceVersion = 1;
 
     static PyTorchTrainingJob parse(String yaml) {
@@ -44,28 +48,28 @@ final class InMemoryCluster {
     }
 
     /** One reconcile: plan from what is observed, then apply it completely. */
-    Plan reconcile() {
-        Plan plan = plan();
+    Plan<PyTorchTrainingJobStatus> reconcile() {
+        Plan<PyTorchTrainingJobStatus> plan = plan();
         applyStatus(plan);
         applyPods(plan);
         return plan;
     }
 
-    Plan plan() {
-        Observation.PodGroupState podGroup = Observation.of(job, List.of(), false, now).podGroup() == Observation.PodGroupState.NOT_NEEDED
+    Plan<PyTorchTrainingJobStatus> plan() {
+        Observation.PodGroupState podGroup = !T9kPlanner.usesT9kScheduler(job)
                 ? Observation.PodGroupState.NOT_NEEDED
                 : !podGroupApiInstalled ? Observation.PodGroupState.API_MISSING
                 : podGroupExists ? Observation.PodGroupState.EXISTS : Observation.PodGroupState.MISSING;
-        Plan plan = Planner.plan(new Observation(job, new ArrayList<>(pods.values()), serviceExists, podGroup, now));
+        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(new Observation<>(job, new ArrayList<>(pods.values()), serviceExists, podGroup, now));
         plans.add(plan);
         return plan;
     }
 
-    void applyStatus(Plan plan) {
+    void applyStatus(Plan<PyTorchTrainingJobStatus> plan) {
         job.setStatus(plan.status());
     }
 
-    void applyPods(Plan plan) {
+    void applyPods(Plan<PyTorchTrainingJobStatus> plan) {
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
         plan.serviceToCreate().ifPresent(s -> serviceExists = true);
         plan.podGroupToCreate().ifPresent(g -> podGroupExists = true);
@@ -81,7 +85,7 @@ final class InMemoryCluster {
     /** Reconciles until a pass changes nothing. */
     void settle() {
         for (int i = 0; i < 20; i++) {
-            Plan plan = reconcile();
+            Plan<PyTorchTrainingJobStatus> plan = reconcile();
             if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
                     && plan.serviceToCreate().isEmpty() && plan.podGroupToCreate().isEmpty()) {
                 return;
@@ -101,7 +105,7 @@ final class InMemoryCluster {
     void run(String name) {
         Pod pod = pods.get(name);
         pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()
-                .withName(PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName())
+                .withName(TrainingContainer.of(pod.getSpec().getContainers()).getName())
                 .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build()).build());
     }
 
@@ -109,7 +113,7 @@ final class InMemoryCluster {
         Pod pod = pods.get(name);
         pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder()
-                        .withName(PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName())
+                        .withName(TrainingContainer.of(pod.getSpec().getContainers()).getName())
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
                                 .withReason(exitCode == 137 ? "OOMKilled" : exitCode == 0 ? "Completed" : "Error")
                                 .endTerminated().build())

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
 import java.util.HashSet;
 import java.util.List;
@@ -10,6 +10,7 @@ import dev.torchjob.operator.api.ElasticConfig;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.ReplicaSpec;
+import dev.torchjob.operator.engine.JobTopology;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.PodTemplateSpec;
 
@@ -61,8 +62,8 @@ public final class SpecValidator {
             if (MASTER.equals(group.type) && i != 0) {
                 return Optional.of(field + ": the master group must be the first entry of spec.replicaSpecs; move it to the top");
             }
-            if (MASTER.equals(group.type) && JobTopology.replicaCount(spec, group) != 1) {
-                return Optional.of(field + ".replicas must be 1 for type master (found " + JobTopology.replicaCount(spec, group)
+            if (MASTER.equals(group.type) && T9kModel.replicaCount(spec, group) != 1) {
+                return Optional.of(field + ".replicas must be 1 for type master (found " + T9kModel.replicaCount(spec, group)
                         + "); put the other replicas in a worker group");
             }
             int maxIndex = maxReplicas(spec, group) - 1;
@@ -134,7 +135,7 @@ public final class SpecValidator {
         if (spec.elastic != null && spec.elastic.isOn() && spec.elastic.maxReplicas != null) {
             return spec.elastic.maxReplicas;
         }
-        return JobTopology.replicaCount(spec, group);
+        return T9kModel.replicaCount(spec, group);
     }
 
     private static Optional<String> templateProblem(ReplicaSpec group, String field) {

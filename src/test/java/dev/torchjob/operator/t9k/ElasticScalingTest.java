@@ -1,5 +1,6 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,21 +1,28 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.engine;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 
 /**
- * What one pass of reconciliation should do. The executor writes {@code status} first (when it
- * changed), then deletes, then creates, then records events.
+ * What one pass of reconciliation should do, in one job API's shape: the engine's decision
+ * rendered by the API's adapter. The executor writes {@code status} first (when it changed),
+ * then events and deletes, then creates.
+ *
+ * @param <S> the API's status type
  */
-public record Plan(
-        PyTorchTrainingJobStatus status,
+public record Plan<S>(
+        S status,
         boolean statusChanged,
+        /** The engine's view before and after this pass, for metrics. */
+        JobState before,
+        JobState after,
+        Instant decidedAt,
         Optional<Service> serviceToCreate,
         Optional<GenericKubernetesResource> podGroupToCreate,
         List<Pod> podsToCreate,

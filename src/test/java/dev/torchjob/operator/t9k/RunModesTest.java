@@ -1,5 +1,8 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.engine.TrainingContainer;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -45,7 +48,7 @@ class RunModesTest {
     }
 
     static Container training(Pod pod) {
-        return PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        return TrainingContainer.of(pod.getSpec().getContainers());
     }
 
     static JobCondition condition(InMemoryCluster cluster, String type) {
@@ -114,7 +117,7 @@ class RunModesTest {
         String startedFirst = cluster.job.getStatus().startTime;
 
         pause(cluster, true);
-        Plan pausing = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> pausing = cluster.plan();
         assertEquals(3, pausing.podsToDelete().size());
         assertTrue(pausing.podsToDelete().stream().allMatch(d -> d.reason() == Plan.DeletionReason.PAUSE));
         cluster.applyStatus(pausing);
@@ -128,7 +131,7 @@ class RunModesTest {
 
         cluster.now = cluster.now.plusSeconds(600);
         pause(cluster, false);
-        Plan resuming = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> resuming = cluster.reconcile();
         assertEquals(JobPhase.Resuming, resuming.status().phase);
         assertTrue(resuming.events().stream().anyMatch(e -> e.reason().equals("Resumed")));
         assertEquals(3, resuming.podsToCreate().size());
@@ -151,7 +154,7 @@ class RunModesTest {
         cluster.settle();
         assertEquals(JobPhase.Paused, cluster.job.getStatus().phase);
         pause(cluster, false);
-        Plan resumed = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> resumed = cluster.reconcile();
         assertTrue(resumed.events().stream().anyMatch(e -> e.reason().equals("Resumed")));
         assertEquals(List.of("sleep", "inf"), training(resumed.podsToCreate().get(0)).getCommand());
         assertFalse(condition(cluster, "Paused").isTrue());
@@ -165,7 +168,7 @@ class RunModesTest {
     @Test
     void aJobCreatedPausedCreatesNoPods() {
         InMemoryCluster cluster = cluster("runMode: {pause: {enabled: true}}", false);
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertTrue(plan.podsToCreate().isEmpty());
         assertTrue(plan.serviceToCreate().isEmpty());
         assertEquals(JobPhase.Paused, plan.status().phase);
@@ -181,11 +184,11 @@ class RunModesTest {
         cluster.exit("m-master-0", 0);
         cluster.settle();
         pause(cluster, true);
-        Plan first = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> first = cluster.reconcile();
         assertEquals(JobPhase.Succeeded, first.status().phase);
         assertTrue(first.podsToDelete().isEmpty());
         assertEquals(List.of("PauseIgnored"), first.events().stream().map(Plan.JobEvent::reason).toList());
-        Plan second = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> second = cluster.reconcile();
         assertTrue(second.events().isEmpty(), "said once");
         assertFalse(second.statusChanged());
     }
@@ -195,7 +198,7 @@ class RunModesTest {
     @Test
     void t9kSchedulerPodsAndPodGroup() {
         InMemoryCluster cluster = cluster("scheduler: {t9kScheduler: {queue: gpu-a100, priority: 50}}", false);
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         var podGroup = plan.podGroupToCreate().orElseThrow();
         assertEquals("scheduler.tensorstack.dev/v1beta1", podGroup.getApiVersion());
         assertEquals("PodGroup", podGroup.getKind());
@@ -232,7 +235,7 @@ class RunModesTest {
     void withoutThePodGroupApiTheJobWaitsAndSaysWhy() {
         InMemoryCluster cluster = cluster("scheduler: {t9kScheduler: {queue: default}}", false);
         cluster.podGroupApiInstalled = false;
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertTrue(plan.podsToCreate().isEmpty());
         assertEquals(JobPhase.Pending, plan.status().phase);
         JobCondition initialized = condition(cluster, "Initialized");
@@ -244,7 +247,7 @@ class RunModesTest {
         assertTrue(cluster.reconcile().events().isEmpty(), "said once");
 
         cluster.podGroupApiInstalled = true;
-        Plan installed = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> installed = cluster.reconcile();
         assertTrue(installed.podGroupToCreate().isPresent());
         assertEquals(3, installed.podsToCreate().size());
     }
@@ -262,7 +265,7 @@ class RunModesTest {
                   - type: worker
                     template: {spec: {containers: [{name: pytorch, image: torch, command: [python], args: [t.py]}]}}
                 """);
-        Plan first = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> first = cluster.reconcile();
         List<String> reasons = new ArrayList<>(first.events().stream().map(Plan.JobEvent::reason).toList());
         assertTrue(reasons.containsAll(List.of("TensorBoardNotManaged", "IgnoredField")), reasons.toString());
         assertEquals("tensorflow/tensorflow:2.11.0", cluster.job.getSpec().tensorboardSpec.get("image"), "preserved");

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

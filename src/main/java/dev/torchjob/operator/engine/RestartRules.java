@@ -1,8 +1,8 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.engine;
 
-import dev.torchjob.operator.api.RestartPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 
-/** Whether a replica that stopped may be restarted, before the budget is considered (spec §5). */
+/** Whether a replica that stopped may be restarted, before the restart budget is considered. */
 public final class RestartRules {
     private RestartRules() {
     }

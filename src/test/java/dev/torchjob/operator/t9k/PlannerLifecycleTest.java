@@ -1,5 +1,7 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -41,7 +43,7 @@ class PlannerLifecycleTest {
     @Test
     void firstPassCreatesTheServiceAndEveryPodAtOnce() {
         InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertTrue(plan.serviceToCreate().isPresent());
         assertEquals(List.of("demo-master-0", "demo-worker-0", "demo-worker-1"),
                 plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
@@ -81,7 +83,7 @@ class PlannerLifecycleTest {
 
         cluster.exit("demo-master-0", 0);
         cluster.now = cluster.now.plusSeconds(60);
-        Plan done = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> done = cluster.reconcile();
         assertEquals(JobPhase.Succeeded, done.status().phase);
         assertEquals("2026-01-01T00:01:30Z", done.status().completionTime);
         Map<String, JobCondition> conditions = conditions(cluster);
@@ -102,7 +104,7 @@ class PlannerLifecycleTest {
         cluster.runAll();
         cluster.settle();
         cluster.now = cluster.now.plusSeconds(300);
-        Plan idle = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> idle = cluster.reconcile();
         assertFalse(idle.statusChanged(), "no write per reconcile");
         assertTrue(idle.events().isEmpty());
         assertTrue(idle.podsToCreate().isEmpty());
@@ -135,7 +137,7 @@ class PlannerLifecycleTest {
         cluster.vanish("demo-worker-0");
         cluster.exit("demo-worker-1", 1);
         cluster.now = cluster.now.plusSeconds(600);
-        Plan later = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> later = cluster.reconcile();
         assertEquals(JobPhase.Succeeded, later.status().phase);
         assertEquals(completion, later.status().completionTime);
         assertTrue(later.podsToCreate().isEmpty());
@@ -155,7 +157,7 @@ class PlannerLifecycleTest {
                       spec:
                         containers: [{name: pytorch, image: torch}]
                 """);
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertEquals(JobPhase.Failed, plan.status().phase);
         assertNotNull(plan.status().completionTime);
         JobCondition failed = conditions(cluster).get(JobCondition.FAILED);
@@ -164,7 +166,7 @@ class PlannerLifecycleTest {
         assertTrue(plan.podsToCreate().isEmpty());
         assertTrue(plan.serviceToCreate().isEmpty());
         assertTrue(plan.events().stream().anyMatch(e -> e.reason().equals("InvalidSpec")));
-        Plan again = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> again = cluster.reconcile();
         assertFalse(again.statusChanged());
         assertTrue(again.events().isEmpty(), "the failure is reported once");
     }
@@ -177,7 +179,7 @@ class PlannerLifecycleTest {
         old.exit("demo-master-0", 1);
         InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
         cluster.pods.putAll(old.pods);
-        Plan plan = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.plan();
         assertEquals(JobPhase.Pending, plan.status().phase, "a failed pod of an older job fails nothing");
         assertEquals(0, plan.status().backoffCount);
         assertNull(plan.status().countedRestarts);

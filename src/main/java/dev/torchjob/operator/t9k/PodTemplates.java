@@ -1,4 +1,4 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,7 +8,11 @@ import java.util.Optional;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
+import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.api.TorchrunConfig;
+import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.ReplicaSlot;
+import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -23,31 +27,30 @@ import io.fabric8.kubernetes.api.model.PodTemplateSpecBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 
-/** Builds the pods and the headless Service of a job from its spec (spec §4). Pure. */
+/**
+ * Builds the pods, the headless Service and the PodGroup of a PyTorchTrainingJob from its spec
+ * (spec §4), for the slots the engine decided. Pure; the templates are parsed once per pass.
+ */
 public final class PodTemplates {
     public static final int DEFAULT_MASTER_PORT = 23456;
     public static final String MASTER_PORT_NAME = "pytorchjob-port";
-    static final List<String> TRAINING_CONTAINER_NAMES = List.of("python", "pytorch");
 
-    private PodTemplates() {
-    }
+    private final PyTorchTrainingJob job;
+    private final JobTopology topology;
+    /** The parsed pod template of each replica group, in spec order. */
+    private final List<PodTemplateSpec> templates;
 
-    /** The container the operator changes: named python, else pytorch, else the first. */
-    public static Container trainingContainer(List<Container> containers) {
-        for (String name : TRAINING_CONTAINER_NAMES) {
-            for (Container container : containers) {
-                if (name.equals(container.getName())) {
-                    return container;
-                }
-            }
-        }
-        return containers.get(0);
+    /** Needs a job that passed {@link SpecValidator}. */
+    public PodTemplates(PyTorchTrainingJob job, JobTopology topology) {
+        this.job = job;
+        this.topology = topology;
+        this.templates = job.getSpec().replicaSpecs.stream().map((ReplicaSpec group) -> PodTemplateParser.parse(group.template)).toList();
     }
 
     /** 23456, or the containerPort named pytorchjob-port on the master's training container. */
-    public static int masterPort(JobTopology topology) {
-        PodTemplateSpec template = topology.master().template();
-        Container training = trainingContainer(template.getSpec().getContainers());
+    int masterPort() {
+        PodTemplateSpec template = templates.get(topology.master().groupIndex());
+        Container training = TrainingContainer.of(template.getSpec().getContainers());
         if (training.getPorts() != null) {
             for (ContainerPort port : training.getPorts()) {
                 if (MASTER_PORT_NAME.equals(port.getName()) && port.getContainerPort() != null) {
@@ -65,13 +68,9 @@ public final class PodTemplates {
     public static final String POD_GROUP_API_VERSION = "scheduler.tensorstack.dev/v1beta1";
     public static final String POD_GROUP_KIND = "PodGroup";
 
-    public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot) {
-        return pod(job, topology, slot, PodOverrides.NONE);
-    }
-
-    public static Pod pod(PyTorchTrainingJob job, JobTopology topology, ReplicaSlot slot, PodOverrides overrides) {
-        // The builder copies the template deeply, so the job's spec is never mutated.
-        PodTemplateSpec template = new PodTemplateSpecBuilder(slot.template()).build();
+    public Pod pod(ReplicaSlot slot, PodOverrides overrides) {
+        // The builder copies the template deeply, so the parsed template is never mutated.
+        PodTemplateSpec template = new PodTemplateSpecBuilder(templates.get(slot.groupIndex())).build();
         ObjectMeta templateMeta = template.getMetadata() == null ? new ObjectMeta() : template.getMetadata();
 
         Map<String, String> labels = new LinkedHashMap<>();
@@ -107,8 +106,8 @@ public final class PodTemplates {
             labels.put(ROLE_LABEL, slot.type());
         }
 
-        Container training = trainingContainer(spec.getContainers());
-        training.setEnv(environment(training.getEnv(), topology, slot));
+        Container training = TrainingContainer.of(spec.getContainers());
+        training.setEnv(environment(training.getEnv(), slot));
         if (overrides.command() != null) {
             training.setCommand(new ArrayList<>(overrides.command()));
         }
@@ -116,7 +115,7 @@ public final class PodTemplates {
             training.setArgs(overrides.args().isEmpty() ? null : new ArrayList<>(overrides.args()));
         }
         Optional<List<String>> torchrunArgs = overrides.torchrun()
-                ? torchrun(job.getSpec(), topology, slot, job.getMetadata().getUid())
+                ? torchrun(job.getSpec(), slot, job.getMetadata().getUid())
                 : Optional.empty();
         torchrunArgs.ifPresent(args -> {
                     List<String> all = new ArrayList<>(args);
@@ -134,10 +133,11 @@ public final class PodTemplates {
     }
 
     /** Operator values replace user values of the same names; PYTHONUNBUFFERED only if the user did not set it. */
-    static List<EnvVar> environment(List<EnvVar> userEnv, JobTopology topology, ReplicaSlot slot) {
+    private List<EnvVar> environment(List<EnvVar> userEnv, ReplicaSlot slot) {
         Map<String, String> operatorEnv = new LinkedHashMap<>();
-        operatorEnv.put("MASTER_ADDR", topology.masterAddress());
-        operatorEnv.put("MASTER_PORT", Integer.toString(masterPort(topology)));
+        // The master's hostname under the job's headless Service.
+        operatorEnv.put("MASTER_ADDR", topology.master().podName() + "." + job.getMetadata().getName());
+        operatorEnv.put("MASTER_PORT", Integer.toString(masterPort()));
         operatorEnv.put("WORLD_SIZE", Integer.toString(topology.worldSize()));
         operatorEnv.put("RANK", Integer.toString(slot.rank()));
 
@@ -161,7 +161,7 @@ public final class PodTemplates {
     }
 
     /** torchrun's own arguments, placed before the training container's args; empty when torchrun is off. */
-    static Optional<List<String>> torchrun(PyTorchTrainingJobSpec spec, JobTopology topology, ReplicaSlot slot, String jobUid) {
+    private Optional<List<String>> torchrun(PyTorchTrainingJobSpec spec, ReplicaSlot slot, String jobUid) {
         TorchrunConfig config = spec.torchrunConfig;
         if (config == null || !config.isOn()) {
             return Optional.empty();
@@ -184,7 +184,7 @@ public final class PodTemplates {
     }
 
     /** Headless Service named after the job, so every replica resolves as <pod>.<job>. */
-    public static Service headlessService(PyTorchTrainingJob job, JobTopology topology) {
+    public Service headlessService() {
         String name = job.getMetadata().getName();
         return new ServiceBuilder()
                 .withNewMetadata()
@@ -197,13 +197,13 @@ public final class PodTemplates {
                 .withClusterIP("None")
                 .withPublishNotReadyAddresses(true)
                 .withSelector(JobLabels.ofJob(name))
-                .addNewPort().withName(MASTER_PORT_NAME).withPort(masterPort(topology)).withProtocol("TCP").endPort()
+                .addNewPort().withName(MASTER_PORT_NAME).withPort(masterPort()).withProtocol("TCP").endPort()
                 .endSpec()
                 .build();
     }
 
     /** The T9k scheduler's gang: all replicas (elastic: minReplicas) must fit before any starts. */
-    public static GenericKubernetesResource podGroup(PyTorchTrainingJob job, JobTopology topology) {
+    public GenericKubernetesResource podGroup() {
         var t9k = job.getSpec().scheduler.t9kScheduler;
         var elastic = job.getSpec().elastic;
         int minMember = elastic != null && elastic.isOn() ? elastic.minReplicas : topology.worldSize();

@@ -1,5 +1,7 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -81,7 +83,7 @@ class RestartDecisionTableTest {
             case VANISHED -> cluster.vanish(pod);
             default -> cluster.exit(pod, Integer.parseInt(ending.name().substring("EXIT_".length())));
         }
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         var status = plan.status();
         switch (expect) {
             case SUCCEEDED -> assertEquals(JobPhase.Succeeded, status.phase);

@@ -1,5 +1,8 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.engine.TrainingContainer;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,12 +23,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 /** Every T9k seed example parses and yields the pods a T9k user expects. */
 class SeedExamplesTest {
 
-    static Plan firstPlan(Path file) throws IOException {
+    static Plan<PyTorchTrainingJobStatus> firstPlan(Path file) throws IOException {
         return new InMemoryCluster(Files.readString(file)).plan();
     }
 
     static Container training(Pod pod) {
-        return PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        return TrainingContainer.of(pod.getSpec().getContainers());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -40,7 +43,7 @@ class SeedExamplesTest {
             "08-python-module.yaml,   pytorch-module,        worker, 4, python -m training.module",
     })
     void yieldsTheExpectedPods(String file, String job, String type, int replicas, String commandLine) throws IOException {
-        Plan plan = firstPlan(Path.of("kubernetes/examples/t9k", file));
+        Plan<PyTorchTrainingJobStatus> plan = firstPlan(Path.of("kubernetes/examples/t9k", file));
         assertEquals(JobPhase.Pending, plan.status().phase, () -> String.valueOf(plan.status().conditions));
         List<Pod> pods = plan.podsToCreate();
         assertEquals(replicas, pods.size());
@@ -64,7 +67,7 @@ class SeedExamplesTest {
     void modeExamplesYieldTheirPods() throws IOException {
         Path t9k = Path.of("kubernetes/examples/t9k");
         InMemoryCluster scheduled = new InMemoryCluster(Files.readString(t9k.resolve("09-t9k-scheduler.yaml")));
-        Plan plan = scheduled.plan();
+        Plan<PyTorchTrainingJobStatus> plan = scheduled.plan();
         assertEquals(4, plan.podsToCreate().size());
         assertEquals("t9k-scheduler", plan.podsToCreate().get(0).getSpec().getSchedulerName());
         assertTrue(plan.podGroupToCreate().isPresent());
@@ -75,7 +78,7 @@ class SeedExamplesTest {
         assertEquals(List.of("sleep", "inf"), training(sleeping.get(0)).getCommand());
 
         for (String paused : List.of("12-pause-resume-specs.yaml", "13-pause-default.yaml")) {
-            Plan pausedPlan = firstPlan(t9k.resolve(paused));
+            Plan<PyTorchTrainingJobStatus> pausedPlan = firstPlan(t9k.resolve(paused));
             assertEquals(JobPhase.Paused, pausedPlan.status().phase, paused);
             assertTrue(pausedPlan.podsToCreate().isEmpty(), paused);
         }
@@ -105,10 +108,10 @@ class SeedExamplesTest {
     void verbatimSeedExamplesParse() throws IOException {
         // seed-01 is complete; seed-02 and seed-04 elide the container's name and image, so the
         // operator explains what is missing instead of creating pods the API server would reject.
-        Plan basic = firstPlan(Path.of("src/test/resources/t9k-seed/seed-01.yaml"));
+        Plan<PyTorchTrainingJobStatus> basic = firstPlan(Path.of("src/test/resources/t9k-seed/seed-01.yaml"));
         assertEquals(4, basic.podsToCreate().size());
         for (String elided : List.of("seed-02.yaml", "seed-04.yaml")) {
-            Plan plan = firstPlan(Path.of("src/test/resources/t9k-seed", elided));
+            Plan<PyTorchTrainingJobStatus> plan = firstPlan(Path.of("src/test/resources/t9k-seed", elided));
             assertEquals(JobPhase.Failed, plan.status().phase);
             String message = plan.status().conditions.stream().filter(c -> c.type.equals("Failed")).findFirst().orElseThrow().message;
             assertTrue(message.contains("spec.replicaSpecs[0].template.spec.containers[0].name is required"), message);
@@ -124,7 +127,7 @@ class SeedExamplesTest {
                   - type: worker
                     template: {spec: {containers: ["..."]}}
                 """);
-        Plan plan = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.plan();
         assertEquals(JobPhase.Failed, plan.status().phase);
         String message = plan.events().get(0).message();
         assertTrue(message.startsWith("spec.replicaSpecs[0].template is not a valid pod template"), message);

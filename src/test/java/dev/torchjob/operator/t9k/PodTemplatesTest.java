@@ -1,5 +1,6 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.engine.TrainingContainer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -46,7 +47,7 @@ class PodTemplatesTest {
     }
 
     static Map<String, String> env(Pod pod) {
-        Container training = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Container training = TrainingContainer.of(pod.getSpec().getContainers());
         return training.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e.getValue() == null ? "" : e.getValue()));
     }
 
@@ -100,9 +101,9 @@ class PodTemplatesTest {
         pytorch.setName("pytorch");
         Container python = new Container();
         python.setName("python");
-        assertEquals("python", PodTemplates.trainingContainer(List.of(sidecar, pytorch, python)).getName());
-        assertEquals("pytorch", PodTemplates.trainingContainer(List.of(sidecar, pytorch)).getName());
-        assertEquals("sidecar", PodTemplates.trainingContainer(List.of(sidecar)).getName());
+        assertEquals("python", TrainingContainer.of(List.of(sidecar, pytorch, python)).getName());
+        assertEquals("pytorch", TrainingContainer.of(List.of(sidecar, pytorch)).getName());
+        assertEquals("sidecar", TrainingContainer.of(List.of(sidecar)).getName());
     }
 
     @Test
@@ -142,7 +143,7 @@ class PodTemplatesTest {
                           - {name: PYTHONUNBUFFERED, value: "0"}
                           - {name: MY_SETTING, value: kept}
                 """).get("envs-worker-1");
-        List<EnvVar> env = PodTemplates.trainingContainer(pod.getSpec().getContainers()).getEnv();
+        List<EnvVar> env = TrainingContainer.of(pod.getSpec().getContainers()).getEnv();
         assertEquals(1, env.stream().filter(e -> e.getName().equals("RANK")).count());
         assertEquals("1", env(pod).get("RANK"));
         assertEquals("envs-worker-0.envs", env(pod).get("MASTER_ADDR"));
@@ -171,7 +172,7 @@ class PodTemplatesTest {
 
     @Test
     void withoutTorchrunTheCommandIsUntouched() {
-        Container training = PodTemplates.trainingContainer(firstPods(PS_WORKERS).get("demo-ps-0").getSpec().getContainers());
+        Container training = TrainingContainer.of(firstPods(PS_WORKERS).get("demo-ps-0").getSpec().getContainers());
         assertEquals(List.of("python"), training.getCommand());
         assertEquals(List.of("train.py", "--epochs", "3"), training.getArgs());
     }
@@ -194,7 +195,7 @@ class PodTemplatesTest {
                         containers:
                         - {name: pytorch, image: torch, command: [python], args: [-m, training.module, --lr, "0.1"]}
                 """).get("tr-worker-2");
-        Container training = PodTemplates.trainingContainer(pod.getSpec().getContainers());
+        Container training = TrainingContainer.of(pod.getSpec().getContainers());
         assertEquals(List.of("torchrun"), training.getCommand());
         assertEquals(List.of("--nnodes=3", "--nproc_per_node=4", "--max_restarts=10", "--rdzv_backend=c10d",
                 "--rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT)", "--rdzv_id=job-uid-tr", "--role=worker",
@@ -217,7 +218,7 @@ class PodTemplatesTest {
                 """);
         List<Pod> pods = cluster.plan().podsToCreate();
         assertEquals(4, pods.size());
-        List<String> args = PodTemplates.trainingContainer(pods.get(0).getSpec().getContainers()).getArgs();
+        List<String> args = TrainingContainer.of(pods.get(0).getSpec().getContainers()).getArgs();
         assertEquals("--nnodes=2:6", args.get(0));
         assertEquals("--rdzv_backend=etcd-v2", args.get(3));
         assertEquals(List.of("train.py"), args.subList(args.size() - 1, args.size()));
@@ -235,7 +236,7 @@ class PodTemplatesTest {
                       spec:
                         containers: [{name: pytorch, image: torch, command: [python], args: [train.py]}]
                 """).get("legacy-worker-0");
-        assertEquals(List.of("torchrun"), PodTemplates.trainingContainer(pod.getSpec().getContainers()).getCommand());
+        assertEquals(List.of("torchrun"), TrainingContainer.of(pod.getSpec().getContainers()).getCommand());
     }
 
     @Test

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.engine;
 
 import java.util.List;
 import java.util.Optional;
@@ -73,7 +73,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 || pod.getSpec().getContainers() == null || pod.getSpec().getContainers().isEmpty()) {
             return Optional.empty();
         }
-        String training = PodTemplates.trainingContainer(pod.getSpec().getContainers()).getName();
+        String training = TrainingContainer.of(pod.getSpec().getContainers()).getName();
         return pod.getStatus().getContainerStatuses().stream()
                 .filter(status -> training.equals(status.getName()))
                 .findFirst();

@@ -1,5 +1,7 @@
-package dev.torchjob.operator.planning;
+package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -88,12 +90,12 @@ class FailureScenariosTest {
         InMemoryCluster cluster = running("{backoffLimit: 3}", "ExitCode");
         String failedUid = cluster.pod("f-worker-1").getMetadata().getUid();
         cluster.exit("f-worker-1", 137);
-        Plan counted = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> counted = cluster.plan();
         cluster.applyStatus(counted); // status written, then the operator died: pod not deleted, not recreated
         assertEquals(1, cluster.job.getStatus().backoffCount);
         assertEquals(failedUid, cluster.job.getStatus().countedRestarts.get(0).uid);
 
-        Plan afterRestart = cluster.reconcile(); // a new operator process sees the same pod
+        Plan<PyTorchTrainingJobStatus> afterRestart = cluster.reconcile(); // a new operator process sees the same pod
         assertEquals(1, afterRestart.status().backoffCount, "not counted again");
         assertEquals(List.of("f-worker-1"), afterRestart.podsToDelete().stream().map(Plan.PodDeletion::name).toList());
         cluster.settle();
@@ -106,10 +108,10 @@ class FailureScenariosTest {
     void restartIsNeitherLostNorDoubledWhenTheOperatorStopsBetweenDeleteAndCreate() {
         InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure");
         cluster.exit("f-worker-0", 1);
-        Plan plan = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.plan();
         cluster.applyStatus(plan);
         plan.podsToDelete().forEach(d -> cluster.pods.remove(d.name())); // deleted, then the operator died
-        Plan next = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> next = cluster.reconcile();
         assertEquals(1, next.status().backoffCount);
         assertEquals(List.of("f-worker-0"), next.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
         cluster.settle();
@@ -123,7 +125,7 @@ class FailureScenariosTest {
         var failedPod = InMemoryCluster.SERIALIZATION.clone(cluster.pod("f-worker-0"));
         cluster.reconcile();
         cluster.pods.put("f-worker-0", failedPod); // the informer has not delivered the delete yet
-        Plan stale = cluster.plan();
+        Plan<PyTorchTrainingJobStatus> stale = cluster.plan();
         assertEquals(1, stale.status().backoffCount);
         assertTrue(stale.podsToCreate().isEmpty());
         assertEquals(failedPod.getMetadata().getResourceVersion(), stale.podsToDelete().get(0).resourceVersion(),
@@ -134,7 +136,7 @@ class FailureScenariosTest {
     void aPodDeletedBySomeoneElseIsRecreatedAndCounted() {
         InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure");
         cluster.vanish("f-worker-1");
-        Plan plan = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertEquals(1, plan.status().backoffCount);
         assertEquals(List.of("f-worker-1"), plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
         assertTrue(plan.events().stream().anyMatch(e -> e.message().contains("f-worker-1 was deleted")));
@@ -171,10 +173,10 @@ class FailureScenariosTest {
     void deadlineIsRecheckedOnTimeAndFailsTheJobDeletingUnfinishedPods() {
         InMemoryCluster cluster = running("{activeDeadlineSeconds: 3}", "OnFailure");
         cluster.exit("f-worker-0", 0);
-        Plan early = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> early = cluster.reconcile();
         assertEquals(Duration.ofSeconds(4), early.recheckAfter().orElseThrow(), "a timed re-check, not only events");
         cluster.now = cluster.now.plusSeconds(3);
-        Plan late = cluster.reconcile();
+        Plan<PyTorchTrainingJobStatus> late = cluster.reconcile();
         assertEquals(JobPhase.Failed, late.status().phase);
         assertEquals("DeadlineExceeded", condition(cluster, "Failed").reason);
         assertEquals("2026-01-01T00:00:03Z", late.status().completionTime);

@@ -1,0 +1,401 @@
+package dev.torchjob.operator.engine;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import dev.torchjob.operator.engine.Decision.PodMode;
+import dev.torchjob.operator.engine.Decision.PodRequest;
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.JobState.Pause;
+import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
+import dev.torchjob.operator.engine.JobState.ReplicaPhase;
+import dev.torchjob.operator.engine.JobState.ReplicaState;
+import dev.torchjob.operator.engine.Observation.PodGroupState;
+import dev.torchjob.operator.engine.Plan.DeletionReason;
+import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.Plan.PodDeletion;
+import dev.torchjob.operator.engine.RestartDecision.Stopped;
+import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RunMode;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/**
+ * The engine: one pass of reconciliation decided as a pure function of the job (in the neutral
+ * model), the state its status recorded, what is observed of it, and the time. No I/O.
+ *
+ * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
+ * admission (the gang scheduler's gate); debug; the deadline; success; and training, where stopped
+ * replicas are restarted or end the job ({@link RestartDecision}).
+ */
+public final class Engine {
+    /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
+    public static final Duration ADMISSION_RECHECK = Duration.ofSeconds(60);
+
+    private Engine() {
+    }
+
+    public static Decision decide(TrainingJob job, JobState previous, Observation<?> observation, Wording wording) {
+        return new Pass(job, previous, observation, wording).run();
+    }
+
+    /** Mutable scratch space of one pass; never escapes {@link #decide}. */
+    private static final class Pass {
+        private final TrainingJob job;
+        private final JobState previous;
+        private final Wording wording;
+        private final Map<String, Pod> pods;
+        private final boolean serviceExists;
+        private final PodGroupState podGroup;
+        private final Instant now;
+        private final RestartLedger ledger;
+        private final ReplicaView view;
+
+        private final List<PodRequest> creates = new ArrayList<>();
+        private final List<PodDeletion> deletes = new ArrayList<>();
+        private final List<JobEvent> events = new ArrayList<>();
+        private final List<Plan.RestartCounted> restarts = new ArrayList<>();
+        private final Map<String, Integer> restartsThisPass = new LinkedHashMap<>();
+        private boolean createService;
+        private boolean createPodGroup;
+        private boolean resuming;
+        private Duration recheckAfter;
+
+        // The next state, starting from the previous one.
+        private Phase phase;
+        private Instant startTime;
+        private Instant completionTime;
+        private List<ReplicaGroupState> replicaGroups;
+        private Integer elasticReplicas;
+        private boolean initialized;
+        private boolean running;
+        private Pause pause;
+        private boolean awaitingAdmission;
+        private Outcome outcome;
+
+        Pass(TrainingJob job, JobState previous, Observation<?> observation, Wording wording) {
+            this.job = job;
+            this.previous = previous;
+            this.wording = wording;
+            this.pods = Pods.ownedBy(job.uid(), observation.pods());
+            this.serviceExists = observation.serviceExists();
+            this.podGroup = observation.podGroup();
+            this.now = observation.now().truncatedTo(ChronoUnit.SECONDS);
+            this.ledger = new RestartLedger(previous);
+            this.view = new ReplicaView(pods, previous, ledger);
+            this.phase = previous.phase();
+            this.startTime = previous.startTime();
+            this.completionTime = previous.completionTime();
+            this.replicaGroups = previous.replicaGroups();
+            this.elasticReplicas = previous.elasticReplicas();
+            this.initialized = previous.initialized();
+            this.running = previous.running();
+            this.pause = previous.pause();
+            this.outcome = previous.outcome();
+        }
+
+        Decision run() {
+            if (previous.phase() != null && previous.phase().isTerminal()) {
+                return finished();
+            }
+            if (job.problem().isPresent()) {
+                String problem = job.problem().get();
+                events.add(JobEvent.warning(Outcome.InvalidSpec.name(), problem));
+                return end(Outcome.InvalidSpec, problem, null);
+            }
+            JobTopology topology = JobTopology.of(job);
+            if (job.runMode() == RunMode.PAUSE) {
+                return pausing(topology);
+            }
+            if (previous.pause() == Pause.PAUSED) {
+                // Resuming: startTime restarts with the new pods; backoffCount is kept.
+                resuming = true;
+                startTime = null;
+                events.add(JobEvent.normal("Resumed", wording.resuming()));
+            }
+            if (podGroup == PodGroupState.API_MISSING) {
+                return awaitingAdmission(topology);
+            }
+            if (job.runMode() == RunMode.DEBUG) {
+                return debugging(topology);
+            }
+            ledger.prune(pods);
+
+            Optional<Instant> deadline = deadline();
+            if (deadline.isPresent() && !now.isBefore(deadline.get())) {
+                return end(Outcome.DeadlineExceeded, "the job ran longer than runPolicy.activeDeadlineSeconds="
+                        + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
+            }
+            Pod master = pods.get(topology.master().podName());
+            if (master != null && "Succeeded".equals(Pods.phase(master)) && !ledger.isCounted(master)) {
+                return end(Outcome.Succeeded, "The job has finished successfully: master pod " + topology.master().podName()
+                        + " succeeded.", topology);
+            }
+            return training(topology);
+        }
+
+        // ---- training -----------------------------------------------------------------------------
+
+        private Decision training(JobTopology topology) {
+            List<ReplicaSlot> missing = new ArrayList<>();
+            List<Stopped> stopped = new ArrayList<>();
+            for (ReplicaSlot slot : topology.slots()) {
+                Pod pod = pods.get(slot.podName());
+                ReplicaState before = previous.replica(slot.podName());
+                if (pod != null) {
+                    if (ledger.isCounted(pod)) {
+                        // Restart already counted (maybe by an earlier operator run): finish it, count nothing.
+                        deleteUnlessTerminating(pod, DeletionReason.RESTART);
+                    } else if (!Pods.isTerminating(pod)) {
+                        String podPhase = Pods.phase(pod);
+                        if ("Failed".equals(podPhase)) {
+                            stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
+                        } else if ("Succeeded".equals(podPhase) && !slot.isMaster()
+                                && slot.restartPolicy() == TrainingJob.RestartPolicy.Always) {
+                            stopped.add(new Stopped(slot, ReplicaEnding.succeeded(pod), uidOf(pod), pod));
+                        }
+                    }
+                } else if (before != null && before.uid() != null && !ledger.isCounted(slot.podName(), before.uid())) {
+                    stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), before.uid(), null));
+                } else {
+                    missing.add(slot);
+                }
+            }
+
+            int limit = job.runPolicy().backoffLimit();
+            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit);
+            if (decision instanceof RestartDecision.NotRestartable notRestartable) {
+                Stopped s = notRestartable.replica();
+                String message = s.ending().describe() + "; restartPolicy " + s.policy() + " does not restart it";
+                events.add(JobEvent.warning("ReplicaFailed", message));
+                return end(Outcome.ReplicaFailedPermanently, message, topology);
+            }
+            if (decision instanceof RestartDecision.BudgetSpent spent) {
+                String message = spent.replica().ending().describe() + "; the restart budget is spent (backoffCount "
+                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")";
+                events.add(JobEvent.warning("ReplicaFailed", message));
+                return end(Outcome.BackoffLimitExceeded, message, topology);
+            }
+            RestartDecision.Restart restart = (RestartDecision.Restart) decision;
+            for (Stopped s : restart.restarts()) {
+                countRestart(s, limit);
+                if (s.pod() != null) {
+                    deleteUnlessTerminating(s.pod(), DeletionReason.RESTART);
+                } else {
+                    missing.add(s.slot());
+                }
+            }
+
+            scaleDown(topology);
+            createService = !serviceExists;
+            createPodGroup = podGroup == PodGroupState.MISSING;
+            boolean pausedBefore = previous.pause() != Pause.NEVER;
+            for (ReplicaSlot slot : missing) {
+                creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
+            }
+            podsCreated("Created pods ");
+            deadline().ifPresent(d -> recheckAfter = Duration.between(now, d).plusSeconds(1));
+
+            replicaGroups = view.of(topology, true, restartsThisPass);
+            if (job.elastic()) {
+                elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
+            }
+            boolean allCreated = serviceExists && topology.slots().stream().allMatch(s -> pods.containsKey(s.podName()));
+            boolean allRunning = topology.slots().stream().allMatch(s -> isRunningOrDone(s, pods.get(s.podName())));
+            initialized = allCreated || previous.initialized();
+            running = allRunning || previous.running();
+            phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
+            boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries();
+            return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures())));
+        }
+
+        private void countRestart(Stopped s, int limit) {
+            ledger.count(s.slot().podName(), s.podUid());
+            restartsThisPass.merge(s.slot().type(), 1, Integer::sum);
+            ReplicaEnding ending = s.ending();
+            restarts.add(new Plan.RestartCounted(s.slot().type(),
+                    ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
+                            ? ending.exitCode().toString()
+                            : ending.cause().name().toLowerCase()));
+            events.add(JobEvent.warning("ReplicaRestarted", "Restarting " + ending.describe() + " (restart "
+                    + ledger.backoffCount() + " of backoffLimit " + limit + ")"));
+        }
+
+        private String replicaFailureMessage(List<Stopped> failures) {
+            if (!failures.isEmpty()) {
+                return failures.stream().map(s -> s.ending().describe()).collect(Collectors.joining("; "));
+            }
+            if (ledger.hasEntries()) {
+                return "Restarting " + ledger.entries().stream().map(JobState.CountedRestart::pod)
+                        .collect(Collectors.joining(", ")) + ".";
+            }
+            return "All replicas are healthy.";
+        }
+
+        /** Pods beyond the replicas wanted (elastic scale-down) are deleted on purpose, never counted. */
+        private void scaleDown(JobTopology topology) {
+            Set<String> wanted = topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet());
+            pods.values().stream()
+                    .filter(pod -> !wanted.contains(pod.getMetadata().getName()))
+                    .forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.SCALE_DOWN));
+        }
+
+        private void podsCreated(String what) {
+            if (!creates.isEmpty()) {
+                if (startTime == null) {
+                    startTime = now;
+                }
+                events.add(JobEvent.normal("PodsCreated", what + creates.stream()
+                        .map(request -> request.slot().podName()).collect(Collectors.joining(", "))));
+            }
+        }
+
+        // ---- run modes and admission ----------------------------------------------------------------
+
+        /** Pause: delete every pod (never counted), create none; paused once all are gone. */
+        private Decision pausing(JobTopology topology) {
+            pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.PAUSE));
+            boolean allGone = pods.isEmpty();
+            ledger.close();
+            // Pods deleted by the pause are forgotten, so resuming never takes them for vanished.
+            replicaGroups = view.of(topology, false, Map.of()).stream()
+                    .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
+                            .map(r -> r.phase() == ReplicaPhase.Deleted ? new ReplicaState(r.name(), null, r.phase(), r.containers()) : r)
+                            .toList()))
+                    .toList();
+            phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();
+            running = false;
+            pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
+            if (allGone && previous.pause() != Pause.PAUSED) {
+                events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
+            }
+            return decided(new Situation.Pausing(pods.size()));
+        }
+
+        /** Debug: the environment of a training replica, the debug command, no restarts, no outcome. */
+        private Decision debugging(JobTopology topology) {
+            List<ReplicaSlot> missing = topology.slots().stream().filter(s -> !pods.containsKey(s.podName())).toList();
+            createService = !serviceExists;
+            createPodGroup = podGroup == PodGroupState.MISSING;
+            missing.forEach(slot -> creates.add(new PodRequest(slot, PodMode.DEBUG)));
+            podsCreated("Created debug pods ");
+            ledger.close();
+            replicaGroups = view.of(topology, true, Map.of());
+            boolean allCreated = serviceExists && missing.isEmpty();
+            boolean allRunning = topology.slots().stream().allMatch(s -> "Running".equals(Pods.phaseOrNull(pods.get(s.podName()))));
+            initialized = allCreated || previous.initialized();
+            running = allRunning || previous.running();
+            List<String> failed = topology.slots().stream().filter(s -> "Failed".equals(Pods.phaseOrNull(pods.get(s.podName()))))
+                    .map(ReplicaSlot::podName).toList();
+            phase = running ? Phase.Running : Phase.Pending;
+            return decided(new Situation.Debugging(failed));
+        }
+
+        /** The gate is closed (the PodGroup API is missing): wait, create nothing, say why once. */
+        private Decision awaitingAdmission(JobTopology topology) {
+            phase = Phase.Pending;
+            replicaGroups = view.of(topology, true, Map.of());
+            initialized = false;
+            running = false;
+            if (!previous.awaitingAdmission()) {
+                events.add(JobEvent.warning("SchedulerUnavailable", wording.awaitingAdmission()));
+            }
+            awaitingAdmission = true;
+            recheckAfter = ADMISSION_RECHECK;
+            return decided(new Situation.AwaitingAdmission());
+        }
+
+        // ---- the end ---------------------------------------------------------------------------------
+
+        /** The job ends with this outcome: completion time, clean-up, the replica view as the pods are left. */
+        private Decision end(Outcome ending, String message, JobTopology topology) {
+            outcome = ending;
+            phase = ending == Outcome.Succeeded ? Phase.Succeeded : Phase.Failed;
+            completionTime = now;
+            ledger.close();
+            replicaGroups = topology != null ? view.of(topology, false, Map.of()) : view.refreshed();
+            cleanUp(ending == Outcome.DeadlineExceeded);
+            initialized = ending == Outcome.Succeeded || previous.initialized();
+            running = false;
+            if (ending == Outcome.Succeeded) {
+                events.add(JobEvent.normal(Outcome.Succeeded.name(), message));
+            } else {
+                events.add(JobEvent.warning("Failed", "Job failed (" + ending + "): " + message));
+            }
+            return decided(new Situation.Ended(ending, message));
+        }
+
+        /** A finished job keeps its outcome forever; only clean-up and the replica view move on. */
+        private Decision finished() {
+            replicaGroups = view.refreshed();
+            cleanUp(previous.outcome() == Outcome.DeadlineExceeded);
+            boolean pauseRequested = job.runMode() == RunMode.PAUSE;
+            if (pauseRequested) {
+                if (previous.pause() != Pause.IGNORED) {
+                    events.add(JobEvent.warning("PauseIgnored", wording.pauseIgnored(previous.phase())));
+                }
+                pause = Pause.IGNORED;
+            }
+            return decided(new Situation.Finished(pauseRequested));
+        }
+
+        /** The clean-pod policy after the outcome; a deadline also deletes unfinished pods whatever the policy. */
+        private void cleanUp(boolean deadline) {
+            CleanPodPolicy policy = job.runPolicy().cleanPodPolicy();
+            for (Pod pod : pods.values()) {
+                boolean unfinished = !Pods.replicaPhase(pod).isFinished();
+                if (policy == CleanPodPolicy.All || (unfinished && (policy == CleanPodPolicy.Unfinished || deadline))) {
+                    deleteUnlessTerminating(pod, deadline && unfinished ? DeletionReason.DEADLINE : DeletionReason.CLEAN_UP);
+                }
+            }
+        }
+
+        /** The one tail every path ends in: the next state and what to do. */
+        private Decision decided(Situation situation) {
+            if (resuming) {
+                // Whatever path the pass took (training, debug, waiting for admission), the pause is over.
+                pause = Pause.NOT_PAUSED;
+            }
+            if (!(situation instanceof Situation.AwaitingAdmission)) {
+                awaitingAdmission = false;
+            }
+            JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
+                    List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, outcome);
+            return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(creates),
+                    List.copyOf(deletes), List.copyOf(events), List.copyOf(restarts), Optional.ofNullable(recheckAfter), now);
+        }
+
+        // ---- helpers ------------------------------------------------------------------------------
+
+        private boolean isRunningOrDone(ReplicaSlot slot, Pod pod) {
+            if (pod == null) {
+                return false;
+            }
+            String podPhase = Pods.phase(pod);
+            return "Running".equals(podPhase) || ("Succeeded".equals(podPhase) && !slot.isMaster());
+        }
+
+        private Optional<Instant> deadline() {
+            Long seconds = job.runPolicy().activeDeadlineSeconds();
+            return seconds == null || startTime == null ? Optional.empty() : Optional.of(startTime.plusSeconds(seconds));
+        }
+
+        private void deleteUnlessTerminating(Pod pod, DeletionReason reason) {
+            if (!Pods.isTerminating(pod)) {
+                deletes.add(new PodDeletion(pod.getMetadata().getName(), uidOf(pod), pod.getMetadata().getResourceVersion(), reason));
+            }
+        }
+
+        private static String uidOf(Pod pod) {
+            return pod.getMetadata().getUid();
+        }
+    }
+}

@@ -1,0 +1,120 @@
+package dev.torchjob.operator.engine;
+
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * What the engine knows of a job between passes, in no API's shape: each adapter reads it from its
+ * status before a pass and writes the next one back. The restart ledger ({@code backoffCount} and
+ * {@code countedRestarts}) and the last pod UID of every replica are what make restarts count
+ * exactly once across passes and operator restarts.
+ */
+public record JobState(
+        /** A pass has written a status for this job before. */
+        boolean planned,
+        /** Null before the first pass. */
+        Phase phase,
+        Instant startTime,
+        Instant completionTime,
+        int backoffCount,
+        List<CountedRestart> countedRestarts,
+        List<ReplicaGroupState> replicaGroups,
+        /** Replicas that have a pod, for elastic jobs (the scale subresource); null when not reported. */
+        Integer elasticReplicas,
+        /** The Service and every pod have been created (once true, stays true). */
+        boolean initialized,
+        /** Every replica has run (once true, stays true while the job is active). */
+        boolean running,
+        Pause pause,
+        /** An admission gate kept the job waiting at the last pass (said once, not at every pass). */
+        boolean awaitingAdmission,
+        /** How the job ended; null while it has not. */
+        Outcome outcome) {
+
+    public static final JobState NEW = new JobState(false, null, null, null, 0, List.of(), List.of(), null, false, false,
+            Pause.NEVER, false, null);
+
+    public enum Phase {
+        Pending,
+        Running,
+        Paused,
+        Resuming,
+        Succeeded,
+        Failed,
+        Unknown;
+
+        public boolean isTerminal() {
+            return this == Succeeded || this == Failed;
+        }
+    }
+
+    /** How a job ended; the names are the reasons the status and events show. */
+    public enum Outcome {
+        Succeeded,
+        InvalidSpec,
+        BackoffLimitExceeded,
+        ReplicaFailedPermanently,
+        DeadlineExceeded;
+
+        public boolean isFailure() {
+            return this != Succeeded;
+        }
+    }
+
+    /** Where the job stands with pausing. */
+    public enum Pause {
+        /** Never paused. */
+        NEVER,
+        /** Paused: every pod is gone. */
+        PAUSED,
+        /** Paused before, or being paused now: not paused at this moment (resumed pods use the resume settings). */
+        NOT_PAUSED,
+        /** A pause was asked for after the job had finished, and ignored (said once). */
+        IGNORED
+    }
+
+    /** A restart already added to backoffCount, kept until a pod with another UID is seen under that name. */
+    public record CountedRestart(String pod, String uid) {
+    }
+
+    /** The replicas of one group as last seen, and how often the group restarted. */
+    public record ReplicaGroupState(String type, int restartCount, List<ReplicaState> replicas) {
+    }
+
+    /** One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and containers. */
+    public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers) {
+    }
+
+    public record ContainerState(String name, String state, Integer exitCode, String reason) {
+    }
+
+    /** Pod phases plus Creating (asked for, not seen yet) and Deleted (gone). */
+    public enum ReplicaPhase {
+        Creating,
+        Pending,
+        Running,
+        Succeeded,
+        Failed,
+        Unknown,
+        Deleted;
+
+        public boolean isFinished() {
+            return this == Succeeded || this == Failed;
+        }
+    }
+
+    public ReplicaState replica(String podName) {
+        for (ReplicaGroupState group : replicaGroups) {
+            for (ReplicaState replica : group.replicas()) {
+                if (podName.equals(replica.name())) {
+                    return replica;
+                }
+            }
+        }
+        return null;
+    }
+
+    public ReplicaGroupState group(String type) {
+        return replicaGroups.stream().filter(g -> type.equals(g.type())).findFirst().orElse(null);
+    }
+}

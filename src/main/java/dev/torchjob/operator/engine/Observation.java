@@ -1,0 +1,20 @@
+package dev.torchjob.operator.engine;
+
+import java.time.Instant;
+import java.util.Collection;
+
+import io.fabric8.kubernetes.api.model.Pod;
+
+/** Everything a pass may know: the job (in its API's shape), what exists of it in the cluster, and the time. */
+public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now) {
+
+    /** The gang scheduler's PodGroup of the job (T9k scheduler). */
+    public enum PodGroupState {
+        /** The job does not use a gang scheduler. */
+        NOT_NEEDED,
+        /** The PodGroup API is not installed in the cluster: the job cannot be admitted. */
+        API_MISSING,
+        MISSING,
+        EXISTS
+    }
+}

@@ -1,0 +1,91 @@
+package dev.torchjob.operator.engine;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.torchjob.operator.engine.JobState.ContainerState;
+import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
+import dev.torchjob.operator.engine.JobState.ReplicaPhase;
+import dev.torchjob.operator.engine.JobState.ReplicaState;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/** The status's view of every replica: the pods observed, laid over what the last status said. */
+final class ReplicaView {
+    private final Map<String, Pod> pods;
+    private final JobState previous;
+    private final RestartLedger ledger;
+
+    ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger) {
+        this.pods = pods;
+        this.previous = previous;
+        this.ledger = ledger;
+    }
+
+    /**
+     * One group per replica type in spec order, one replica per slot in index order. A missing pod is
+     * Creating while the job is active, Deleted after; {@code restartsThisPass} are added to the groups'
+     * restart counts.
+     */
+    List<ReplicaGroupState> of(JobTopology topology, boolean active, Map<String, Integer> restartsThisPass) {
+        Map<String, List<ReplicaState>> byType = new LinkedHashMap<>();
+        for (ReplicaSlot slot : topology.slots()) {
+            byType.computeIfAbsent(slot.type(), type -> new ArrayList<>()).add(replica(slot.podName(), active));
+        }
+        List<ReplicaGroupState> groups = new ArrayList<>();
+        byType.forEach((type, replicas) -> {
+            ReplicaGroupState before = previous.group(type);
+            int restarts = before == null ? 0 : before.restartCount();
+            groups.add(new ReplicaGroupState(type, restarts + restartsThisPass.getOrDefault(type, 0), replicas));
+        });
+        return groups;
+    }
+
+    /** The replicas the last status listed, brought up to date with the pods observed (a finished or invalid job). */
+    List<ReplicaGroupState> refreshed() {
+        List<ReplicaGroupState> groups = new ArrayList<>();
+        for (ReplicaGroupState before : previous.replicaGroups()) {
+            List<ReplicaState> replicas = new ArrayList<>();
+            for (ReplicaState replica : before.replicas()) {
+                replicas.add(replica(replica.name(), false));
+            }
+            groups.add(new ReplicaGroupState(before.type(), before.restartCount(), replicas));
+        }
+        return groups;
+    }
+
+    private ReplicaState replica(String podName, boolean active) {
+        Pod pod = pods.get(podName);
+        ReplicaState before = previous.replica(podName);
+        String uidBefore = before == null ? null : before.uid();
+        if (pod == null) {
+            // Keep the last pod's UID: it tells a pod that vanished from one never created.
+            return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of());
+        }
+        // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
+        // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
+        String uid = Pods.isTerminating(pod) && !ledger.isCounted(pod) ? uidBefore : pod.getMetadata().getUid();
+        List<ContainerState> containers = new ArrayList<>();
+        if (pod.getStatus() != null && pod.getStatus().getContainerStatuses() != null) {
+            for (ContainerStatus status : pod.getStatus().getContainerStatuses()) {
+                containers.add(containerOf(status));
+            }
+        }
+        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers);
+    }
+
+    private static ContainerState containerOf(ContainerStatus status) {
+        var state = status.getState();
+        if (state != null && state.getTerminated() != null) {
+            return new ContainerState(status.getName(), "Terminated", state.getTerminated().getExitCode(),
+                    state.getTerminated().getReason());
+        }
+        if (state != null && state.getRunning() != null) {
+            return new ContainerState(status.getName(), "Running", null, null);
+        }
+        return new ContainerState(status.getName(), "Waiting", null,
+                state != null && state.getWaiting() != null ? state.getWaiting().getReason() : null);
+    }
+}

@@ -1,0 +1,160 @@
+package dev.torchjob.operator.t9k;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import dev.torchjob.operator.api.AggregateStatus;
+import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.ElasticStatus;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.api.ReplicaPhase;
+import dev.torchjob.operator.api.ReplicaStatus;
+import dev.torchjob.operator.api.TaskStatus;
+import dev.torchjob.operator.engine.Decision;
+import dev.torchjob.operator.engine.Decision.PodRequest;
+import dev.torchjob.operator.engine.Engine;
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.Observation;
+import dev.torchjob.operator.engine.Observation.PodGroupState;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.TrainingJob;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+
+/**
+ * The PyTorchTrainingJob adapter: the job and its status into the engine's model, the engine's
+ * decision back into T9k's status, pods, Service, PodGroup and events. Pure.
+ */
+public final class T9kPlanner {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private T9kPlanner() {
+    }
+
+    /** What is observed of a job that does not use the T9k scheduler, or whose PodGroup is still to be created. */
+    public static Observation<PyTorchTrainingJob> observe(PyTorchTrainingJob job, Collection<Pod> pods, boolean serviceExists, Instant now) {
+        return new Observation<>(job, pods, serviceExists, usesT9kScheduler(job) ? PodGroupState.MISSING : PodGroupState.NOT_NEEDED, now);
+    }
+
+    public static boolean usesT9kScheduler(PyTorchTrainingJob job) {
+        return job.getSpec() != null && job.getSpec().scheduler != null && job.getSpec().scheduler.t9kScheduler != null;
+    }
+
+    public static Plan<PyTorchTrainingJobStatus> plan(PyTorchTrainingJob job, Collection<Pod> pods, boolean serviceExists, Instant now) {
+        return plan(observe(job, pods, serviceExists, now));
+    }
+
+    public static Plan<PyTorchTrainingJobStatus> plan(Observation<PyTorchTrainingJob> observation) {
+        PyTorchTrainingJob job = observation.job();
+        TrainingJob model = T9kModel.job(job);
+        JobState before = T9kModel.state(job.getStatus());
+        T9kWording wording = new T9kWording(job.getSpec());
+        Decision decision = Engine.decide(model, before, observation, wording);
+
+        List<JobEvent> events = new ArrayList<>();
+        if (!before.planned() && model.problem().isEmpty()) {
+            events.addAll(fieldsNotActedOn(job.getSpec()));
+        }
+        events.addAll(decision.events());
+        List<Pod> pods = new ArrayList<>();
+        Service service = null;
+        GenericKubernetesResource podGroup = null;
+        if (decision.createService() || decision.createPodGroup() || !decision.podsToCreate().isEmpty()) {
+            PodTemplates templates = new PodTemplates(job, JobTopology.of(model));
+            for (PodRequest request : decision.podsToCreate()) {
+                String type = request.slot().type();
+                pods.add(templates.pod(request.slot(), switch (request.mode()) {
+                    case TRAIN -> PodOverrides.NONE;
+                    case DEBUG -> PodOverrides.debug(job.getSpec(), type);
+                    case RESUME -> PodOverrides.resume(job.getSpec(), type);
+                }));
+            }
+            service = decision.createService() ? templates.headlessService() : null;
+            podGroup = decision.createPodGroup() ? templates.podGroup() : null;
+        }
+
+        PyTorchTrainingJobStatus previous = job.getStatus() == null ? new PyTorchTrainingJobStatus() : job.getStatus();
+        PyTorchTrainingJobStatus next = status(job, previous, decision, wording);
+        boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
+        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), Optional.ofNullable(service),
+                Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
+                decision.restarts(), decision.recheckAfter());
+    }
+
+    /** The engine's next state in T9k's status; fields the engine does not own are kept as they were. */
+    private static PyTorchTrainingJobStatus status(PyTorchTrainingJob job, PyTorchTrainingJobStatus previous, Decision decision,
+            T9kWording wording) {
+        JobState state = decision.state();
+        PyTorchTrainingJobStatus next = JSON.convertValue(previous, PyTorchTrainingJobStatus.class);
+        next.observedGeneration = job.getMetadata().getGeneration();
+        next.selector = JobLabels.selectorOf(job.getMetadata().getName());
+        next.phase = JobPhase.valueOf(state.phase().name());
+        next.startTime = state.startTime() == null ? null : state.startTime().toString();
+        next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
+        next.backoffCount = state.backoffCount();
+        next.countedRestarts = state.countedRestarts().isEmpty() ? null
+                : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid())).toList();
+        next.tasks = tasks(state);
+        next.aggregate = new AggregateStatus();
+        next.tasks.forEach(task -> task.replicas.forEach(replica -> next.aggregate.add(replica.phase)));
+        if (state.elasticReplicas() != null) {
+            next.elastic = new ElasticStatus();
+            next.elastic.currentReplicas = state.elasticReplicas();
+        }
+        next.conditions = T9kConditions.of(previous.conditions, decision, wording);
+        return next;
+    }
+
+    private static List<TaskStatus> tasks(JobState state) {
+        List<TaskStatus> tasks = new ArrayList<>();
+        for (JobState.ReplicaGroupState group : state.replicaGroups()) {
+            TaskStatus task = new TaskStatus();
+            task.type = group.type();
+            task.restartCount = group.restartCount();
+            for (JobState.ReplicaState replica : group.replicas()) {
+                ReplicaStatus status = new ReplicaStatus();
+                status.name = replica.name();
+                status.uid = replica.uid();
+                status.phase = replica.phase() == null ? null : ReplicaPhase.valueOf(replica.phase().name());
+                for (JobState.ContainerState container : replica.containers()) {
+                    ReplicaStatus.ContainerStatus c = new ReplicaStatus.ContainerStatus();
+                    c.name = container.name();
+                    c.state = container.state();
+                    c.exitCode = container.exitCode();
+                    c.reason = container.reason();
+                    status.containers.add(c);
+                }
+                task.replicas.add(status);
+            }
+            tasks.add(task);
+        }
+        return tasks;
+    }
+
+    /** Spec §12: accepted for compatibility, said once. */
+    private static List<JobEvent> fieldsNotActedOn(PyTorchTrainingJobSpec spec) {
+        List<JobEvent> events = new ArrayList<>();
+        if (spec.tensorboardSpec != null) {
+            events.add(JobEvent.warning("TensorBoardNotManaged",
+                    "spec.tensorboardSpec is kept, but TensorBoard is not managed by this operator."));
+        }
+        if (spec.torchrunConfig != null && spec.torchrunConfig.minNodes != null) {
+            events.add(JobEvent.warning("IgnoredField",
+                    "spec.torchrunConfig.minNodes is a legacy field and is ignored; use elastic.minReplicas."));
+        }
+        return events;
+    }
+}

@@ -1,0 +1,144 @@
+package dev.torchjob.operator.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.Observation.PodGroupState;
+import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
+import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
+import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RunMode;
+import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+
+/**
+ * The engine on its own, with no job API: a neutral job, pods as the cluster would show them, and
+ * the state carried from pass to pass exactly as an adapter would store it.
+ */
+class EngineTest {
+    static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+    static final Wording WORDING = new Wording() {
+        public String paused() {
+            return "paused";
+        }
+
+        public String pausing(int podsLeft) {
+            return "pausing " + podsLeft;
+        }
+
+        public String resuming() {
+            return "resuming";
+        }
+
+        public String pauseIgnored(Phase phase) {
+            return "ignored";
+        }
+
+        public String awaitingAdmission() {
+            return "waiting";
+        }
+    };
+
+    /** A job, its state and pods: each pass applies the decision as the executor would. */
+    static final class Run {
+        TrainingJob job;
+        JobState state = JobState.NEW;
+        final Map<String, Pod> pods = new LinkedHashMap<>();
+        int uids;
+
+        Run(int workers, int backoffLimit) {
+            job = job(workers, backoffLimit);
+        }
+
+        static TrainingJob job(int workers, int backoffLimit) {
+            return new TrainingJob("j", "ns", "job-uid", 1L,
+                    List.of(new ReplicaGroup("master", 1, RestartPolicy.OnFailure), new ReplicaGroup("worker", workers, RestartPolicy.OnFailure)),
+                    new RunPolicy(backoffLimit, null, CleanPodPolicy.None), RunMode.TRAIN, TrainingJob.SuccessRule.MASTER, false,
+                    Optional.empty());
+        }
+
+        Decision pass() {
+            Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
+                    PodGroupState.NOT_NEEDED, T0), WORDING);
+            state = decision.state();
+            decision.podsToDelete().forEach(d -> pods.remove(d.name()));
+            for (Decision.PodRequest request : decision.podsToCreate()) {
+                String name = request.slot().podName();
+                pods.put(name, new PodBuilder().withNewMetadata().withName(name).withUid("uid-" + ++uids)
+                        .addNewOwnerReference().withController(true).withUid("job-uid").endOwnerReference().endMetadata()
+                        .withNewSpec().addNewContainer().withName("pytorch").endContainer().endSpec()
+                        .withNewStatus().withPhase("Running").endStatus().build());
+            }
+            return decision;
+        }
+
+        void fail(String pod, int exitCode) {
+            pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Failed")
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
+                    .endTerminated().endState().endContainerStatus().build());
+        }
+    }
+
+    @Test
+    void aBackoffLimitLoweredBelowTheRestartsSpentFailsTheJobAtTheNextFailureOnly() {
+        Run run = new Run(1, 3);
+        run.pass();
+        for (int restart = 0; restart < 2; restart++) {
+            run.fail("j-worker-0", 1);
+            run.pass(); // counted, deleted
+            run.pass(); // created again
+        }
+        assertEquals(2, run.state.backoffCount());
+
+        run.job = Run.job(1, 1); // the user lowers the limit below what is spent
+        Decision calm = run.pass();
+        assertEquals(Phase.Running, calm.state().phase(), "no replica failed: the job goes on");
+
+        run.fail("j-master-0", 137);
+        Decision failed = run.pass();
+        assertEquals(Outcome.BackoffLimitExceeded, failed.state().outcome());
+        assertTrue(((Situation.Ended) failed.situation()).message().contains("pod j-master-0"),
+                ((Situation.Ended) failed.situation()).message());
+        assertTrue(failed.podsToCreate().isEmpty());
+    }
+
+    @Test
+    void replicasOfOneTypeFailingTogetherAreEachCountedAgainstTheBudgetAndTheirGroup() {
+        Run run = new Run(3, 5);
+        run.pass();
+        run.fail("j-worker-0", 1);
+        run.fail("j-worker-2", 1);
+        Decision decision = run.pass();
+        assertEquals(2, decision.state().backoffCount());
+        assertEquals(2, decision.state().group("worker").restartCount());
+        assertEquals(0, decision.state().group("master").restartCount());
+        assertEquals(2, decision.restarts().size());
+        run.pass();
+        assertEquals(2, run.state.backoffCount(), "the recreated pods are not counted again");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1", "j-worker-2"), run.pods.keySet().stream().sorted().toList());
+    }
+
+    @Test
+    void twoFailuresWithOneRestartLeftFailTheJobNamingTheOneTheBudgetCannotPayFor() {
+        Run run = new Run(2, 1);
+        run.pass();
+        run.fail("j-worker-0", 1);
+        run.fail("j-worker-1", 1);
+        Decision decision = run.pass();
+        assertEquals(Outcome.BackoffLimitExceeded, decision.state().outcome());
+        assertTrue(((Situation.Ended) decision.situation()).message().startsWith("pod j-worker-1"));
+        assertEquals(0, decision.state().backoffCount(), "a job that failed restarts nothing");
+    }
+}
