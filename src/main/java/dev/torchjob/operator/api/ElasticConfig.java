@@ -1,5 +1,8 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.fabric8.generator.annotation.Max;
+
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -24,16 +27,22 @@ public class ElasticConfig extends Toggle {
     @Min(1)
     @ValidationRule(value = "self == oldSelf", message = "elastic.minReplicas is immutable")
     @JsonPropertyDescription("Fewest replicas; immutable.")
+    @Max(1000)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer minReplicas;
 
     @Min(1)
     @ValidationRule(value = "self == oldSelf", message = "elastic.maxReplicas is immutable")
     @JsonPropertyDescription("Most replicas; immutable.")
+    @Max(1000)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer maxReplicas;
 
     @Min(1)
     @SpecReplicas
     @JsonPropertyDescription("Replicas wanted now (default minReplicas); change it, or use kubectl scale, to scale the job.")
+    @Max(1000)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer expectedReplicas;
 
 }

@@ -18,6 +18,8 @@ public class JobCondition {
     public static final String COMPLETED = "Completed";
     public static final String FAILED = "Failed";
     public static final String PAUSED = "Paused";
+    /** True while the operator cannot apply its decision (the API server refuses a write); the message is the server's. */
+    public static final String RECONCILE_ERROR = "ReconcileError";
 
     @JsonPropertyDescription("Initialized, Running, ReplicaFailure, Completed, Failed or Paused.")
     public String type;

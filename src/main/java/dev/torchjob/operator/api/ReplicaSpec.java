@@ -1,5 +1,8 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.fabric8.generator.annotation.Max;
+
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -30,7 +33,9 @@ public class ReplicaSpec {
 
     @Default("1")
     @Min(1)
-    @JsonPropertyDescription("Number of replicas (pods) in this group.")
+    @JsonPropertyDescription("Number of replicas (pods) in this group; a job has at most 1000 replicas in all.")
+    @Max(1000)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer replicas = 1;
 
     @Default("OnFailure")
@@ -38,6 +43,8 @@ public class ReplicaSpec {
     public RestartPolicy restartPolicy = RestartPolicy.OnFailure;
 
     @JsonPropertyDescription("Accepted for T9k compatibility; not used.")
+    @Max(2147483647)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer scalingWeight;
 
     /**

@@ -1,5 +1,8 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.fabric8.generator.annotation.Max;
+
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -18,6 +21,8 @@ public class RunPolicy {
     @Default("3")
     @Min(0)
     @JsonPropertyDescription("Restarts allowed for the whole job, shared by all replicas (status.backoffCount counts them).")
+    @Max(2147483647)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer backoffLimit = DEFAULT_BACKOFF_LIMIT;
 
     @Min(1)

@@ -1,5 +1,7 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -29,6 +31,7 @@ public class SchedulerPolicy {
         @Min(0)
         @Max(100)
         @JsonPropertyDescription("Priority in the queue, 0 to 100.")
+        @JsonDeserialize(using = SaturatingInteger.class)
         public Integer priority = 0;
     }
 }

@@ -1,5 +1,8 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.fabric8.generator.annotation.Max;
+
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
@@ -21,6 +24,8 @@ public class TorchrunConfig extends Toggle {
     @Default("0")
     @Min(0)
     @JsonPropertyDescription("torchrun --max_restarts: restarts of the worker processes inside a pod.")
+    @Max(2147483647)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer maxRestarts = 0;
 
     @Default("1")
@@ -36,6 +41,8 @@ public class TorchrunConfig extends Toggle {
     public List<String> extraOptions = new ArrayList<>();
 
     @JsonPropertyDescription("Legacy field; ignored (a Warning event says so).")
+    @Max(2147483647)
+    @JsonDeserialize(using = SaturatingInteger.class)
     public Integer minNodes;
 
 }

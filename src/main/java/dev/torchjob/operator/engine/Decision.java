@@ -23,6 +23,7 @@ public record Decision(
         List<PodRequest> podsToCreate,
         List<PodDeletion> podsToDelete,
         List<JobEvent> events,
+        Optional<Plan.CreationReport> podsCreated,
         List<RestartCounted> restarts,
         Optional<Duration> recheckAfter,
         Instant decidedAt) {

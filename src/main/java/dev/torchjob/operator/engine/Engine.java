@@ -68,6 +68,7 @@ public final class Engine {
         private boolean createPodGroup;
         private boolean resuming;
         private Duration recheckAfter;
+        private Plan.CreationReport podsCreated;
 
         // The next state, starting from the previous one.
         private Phase phase;
@@ -248,13 +249,13 @@ public final class Engine {
                     .forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.SCALE_DOWN));
         }
 
-        private void podsCreated(String what) {
+        /** Reported by the executor once the pods exist, naming only those it did create. */
+        private void podsCreated(String wording) {
             if (!creates.isEmpty()) {
                 if (startTime == null) {
                     startTime = now;
                 }
-                events.add(JobEvent.normal("PodsCreated", what + creates.stream()
-                        .map(request -> request.slot().podName()).collect(Collectors.joining(", "))));
+                podsCreated = new Plan.CreationReport(wording);
             }
         }
 
@@ -370,7 +371,8 @@ public final class Engine {
             JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
                     List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, outcome);
             return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(creates),
-                    List.copyOf(deletes), List.copyOf(events), List.copyOf(restarts), Optional.ofNullable(recheckAfter), now);
+                    List.copyOf(deletes), List.copyOf(events), Optional.ofNullable(podsCreated), List.copyOf(restarts),
+                    Optional.ofNullable(recheckAfter), now);
         }
 
         // ---- helpers ------------------------------------------------------------------------------

@@ -11,6 +11,12 @@ import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
  * (index 0 of the first group) is the master.
  */
 public record JobTopology(String jobName, List<ReplicaSlot> slots) {
+    /**
+     * Replicas one job may have in all. The status lists every replica (about 200 bytes each) and an
+     * object must stay well under etcd's 1.5 MiB; adapters refuse a job beyond it before anything
+     * is allocated per replica.
+     */
+    public static final int MAX_REPLICAS = 1000;
 
     /** Needs a job without a problem. */
     public static JobTopology of(TrainingJob job) {

@@ -28,8 +28,17 @@ public record Plan<S>(
         List<Pod> podsToCreate,
         List<PodDeletion> podsToDelete,
         List<JobEvent> events,
+        /** Said after the creates, naming only the pods that were created. */
+        Optional<CreationReport> podsCreated,
         List<RestartCounted> restarts,
         Optional<Duration> recheckAfter) {
+
+    /** The event that reports pods created: "Created pods a, b" (or "Created debug pods ..."). */
+    public record CreationReport(String wording) {
+        public JobEvent event(List<String> created) {
+            return JobEvent.normal("PodsCreated", wording + String.join(", ", created));
+        }
+    }
 
     /** A restart this plan counts: which replica type, and why (exit code, evicted, vanished, succeeded). */
     public record RestartCounted(String replicaType, String cause) {

@@ -4,6 +4,8 @@ import java.net.HttpURLConnection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -25,6 +27,7 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.smallrye.mutiny.CompositeException;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 
@@ -70,15 +73,40 @@ public class PlanExecutor {
         String namespace = job.getMetadata().getNamespace();
         List<Uni<Void>> eventsAndDeletes = new ArrayList<>();
         plan.events().forEach(event -> eventsAndDeletes.add(call(() -> events.record(job, event))));
-        plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(() -> delete(namespace, deletion))));
+        plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(
+                () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
         inParallel(eventsAndDeletes);
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
-        plan.podGroupToCreate().ifPresent(podGroup -> createIgnoringExisting(() -> podGroups.create(podGroup)));
+        plan.podGroupToCreate().ifPresent(podGroup -> step("FailedCreatePodGroup", "PodGroup " + podGroup.getMetadata().getName(),
+                () -> createIgnoringExisting(() -> podGroups.create(podGroup))));
         List<Uni<Void>> creates = new ArrayList<>();
-        plan.serviceToCreate().ifPresent(service -> creates.add(call(() -> createIgnoringExisting(
-                () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create())))));
-        plan.podsToCreate().forEach(pod -> creates.add(call(() -> create(job, pod, context))));
-        inParallel(creates);
+        plan.serviceToCreate().ifPresent(service -> creates.add(call(() -> step("FailedCreateService",
+                "Service " + service.getMetadata().getName(), () -> createIgnoringExisting(
+                        () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create()))))));
+        Set<String> created = ConcurrentHashMap.newKeySet();
+        plan.podsToCreate().forEach(pod -> creates.add(call(() -> step("FailedCreatePod", "pod " + pod.getMetadata().getName(), () -> {
+            if (createIgnoringExisting(() -> seenByNextPass(job, context, Pod.class, client.pods().resource(pod).create()))) {
+                created.add(pod.getMetadata().getName());
+            }
+        }))));
+        try {
+            inParallel(creates);
+        } finally {
+            // Only the pods this pass did create are reported: not those refused, nor those that existed.
+            plan.podsCreated().filter(report -> !created.isEmpty()).ifPresent(report -> events.record(job, report.event(
+                    plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).filter(created::contains).toList())));
+        }
+    }
+
+    /** Runs one step; a refusal by the API server says which step and on what. */
+    private static void step(String reason, String target, Runnable apiCall) {
+        try {
+            apiCall.run();
+        } catch (ApplyFailure e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new ApplyFailure(reason, target, e);
+        }
     }
 
     private static Uni<Void> call(Runnable apiCall) {
@@ -89,7 +117,11 @@ public class PlanExecutor {
     }
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
-    private <S, J extends CustomResource<?, S>> void writeStatus(J job, S status, Context<J> context) {
+    public <S, J extends CustomResource<?, S>> void writeStatus(J job, S status, Context<J> context) {
+        step("FailedStatusUpdate", "status of " + job.getKind() + " " + job.getMetadata().getName(), () -> applyStatus(job, status, context));
+    }
+
+    private <S, J extends CustomResource<?, S>> void applyStatus(J job, S status, Context<J> context) {
         if (serverSideApply) {
             // Only the status, under our field manager: a user's apply of the spec never conflicts with it.
             J applied = emptyLike(job);
@@ -113,19 +145,6 @@ public class PlanExecutor {
             return (J) job.getClass().getDeclaredConstructor().newInstance();
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("job kind " + job.getClass() + " has no public no-argument constructor", e);
-        }
-    }
-
-    private <J extends CustomResource<?, ?>> void create(J job, Pod pod, Context<J> context) {
-        try {
-            createIgnoringExisting(() -> seenByNextPass(job, context, Pod.class, client.pods().resource(pod).create()));
-        } catch (KubernetesClientException e) {
-            if (e.getCode() == 422) {
-                // The API server rejected the pod template: say so on the job, then let the retry back off.
-                events.record(job, Plan.JobEvent.warning("FailedCreatePod",
-                        "Pod " + pod.getMetadata().getName() + " was rejected: " + e.getStatus().getMessage()));
-            }
-            throw e;
         }
     }
 
@@ -156,18 +175,20 @@ public class PlanExecutor {
         }
     }
 
-    private static void createIgnoringExisting(Runnable create) {
+    /** True when this call created it; false when it existed already (created by an earlier pass the cache had not shown). */
+    private static boolean createIgnoringExisting(Runnable create) {
         try {
             create.run();
+            return true;
         } catch (KubernetesClientException e) {
-            // Created by an earlier pass whose result the cache had not shown yet.
             if (e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
                 throw e;
             }
+            return false;
         }
     }
 
-    /** Runs the calls concurrently on Mutiny's worker pool and waits for all; the first failure is rethrown. */
+    /** Runs the calls concurrently on Mutiny's worker pool and waits for all; the first failure is rethrown, the others suppressed in it. */
     private static void inParallel(List<Uni<Void>> calls) {
         if (calls.isEmpty()) {
             return;
@@ -175,6 +196,13 @@ public class PlanExecutor {
         List<Uni<Void>> onWorkers = calls.stream()
                 .map(call -> call.runSubscriptionOn(Infrastructure.getDefaultWorkerPool()))
                 .toList();
-        Uni.join().all(onWorkers).andCollectFailures().await().atMost(API_TIMEOUT);
+        try {
+            Uni.join().all(onWorkers).andCollectFailures().await().atMost(API_TIMEOUT);
+        } catch (CompositeException e) {
+            List<Throwable> causes = e.getCauses();
+            RuntimeException first = causes.get(0) instanceof RuntimeException r ? r : new IllegalStateException(causes.get(0));
+            causes.stream().skip(1).forEach(first::addSuppressed);
+            throw first;
+        }
     }
 }

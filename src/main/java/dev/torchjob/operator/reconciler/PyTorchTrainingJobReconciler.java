@@ -23,8 +23,10 @@ import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfig
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.api.reconciler.MaxReconciliationInterval;
 import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
 import io.javaoperatorsdk.operator.processing.event.rate.RateLimited;
+import io.javaoperatorsdk.operator.processing.retry.GradualRetry;
 import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
@@ -35,7 +37,11 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
  * ask the T9k adapter (and through it the engine) what to do, and let the executor do it. No
  * decisions are made here.
  */
-@ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME)
+@ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME,
+        // Every job is looked at again at least this often, even if no event comes.
+        maxReconciliationInterval = @MaxReconciliationInterval(interval = 10, timeUnit = TimeUnit.MINUTES))
+// A pass that fails is retried with back-off, never given up: 1 s doubling to 5 min.
+@GradualRetry(maxAttempts = -1, initialInterval = 1000, intervalMultiplier = 2, maxInterval = 300_000)
 // At most one pass per job per half second: the burst of pod events of a starting or restarting job
 // (created, scheduled, started, for each replica) is planned once, not once per event.
 @RateLimited(maxReconciliations = 1, within = 500, unit = TimeUnit.MILLISECONDS)
@@ -51,6 +57,9 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
 
     @Inject
     PodGroupApi podGroups;
+
+    @Inject
+    JobEventRecorder events;
 
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
@@ -84,10 +93,32 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
                 job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());
-        executor.apply(job, plan, context);
+        try {
+            executor.apply(job, plan, context);
+        } catch (ApplyFailure e) {
+            // The status may just have been written: the condition goes on that one, never on an older one.
+            report(job, plan.statusChanged() ? plan.status() : job.getStatus(), e, context);
+            throw e;
+        }
+        // Applied in full: an error still on the job is over.
+        T9kPlanner.withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null, clock.instant())
+                .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         UpdateControl<PyTorchTrainingJob> control = UpdateControl.noUpdate();
         plan.recheckAfter().map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d)
                 .ifPresent(control::rescheduleAfter);
         return control;
+    }
+
+    /** The job's ReconcileError condition and a Warning event, once per distinct error: retries repeat neither. */
+    private void report(PyTorchTrainingJob job, PyTorchTrainingJobStatus status, ApplyFailure failure, Context<PyTorchTrainingJob> context) {
+        T9kPlanner.withReconcileError(status, failure.reason(), failure.getMessage(), clock.instant()).ifPresent(failing -> {
+            events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()));
+            try {
+                executor.writeStatus(job, failing, context);
+            } catch (ApplyFailure e) {
+                LOG.warnf("job %s/%s: could not record the error on its status: %s", job.getMetadata().getNamespace(),
+                        job.getMetadata().getName(), e.getMessage());
+            }
+        });
     }
 }

@@ -43,6 +43,10 @@ public final class SpecValidator {
         if (elastic.isPresent()) {
             return elastic;
         }
+        Optional<String> size = sizeProblem(spec);
+        if (size.isPresent()) {
+            return size;
+        }
         Set<String> types = new HashSet<>();
         for (int i = 0; i < spec.replicaSpecs.size(); i++) {
             ReplicaSpec group = spec.replicaSpecs.get(i);
@@ -103,6 +107,37 @@ public final class SpecValidator {
             }
         }
         return Optional.empty();
+    }
+
+    /** Checked before anything is built per replica: an admitted spec cannot make the operator allocate without bound. */
+    private static Optional<String> sizeProblem(PyTorchTrainingJobSpec spec) {
+        if (spec.elastic != null && spec.elastic.isOn() && spec.elastic.maxReplicas != null
+                && spec.elastic.maxReplicas > JobTopology.MAX_REPLICAS) {
+            return Optional.of("spec.elastic.maxReplicas must be at most " + JobTopology.MAX_REPLICAS + " (found "
+                    + shown(spec.elastic.maxReplicas) + ")");
+        }
+        long total = 0;
+        for (int i = 0; i < spec.replicaSpecs.size(); i++) {
+            ReplicaSpec group = spec.replicaSpecs.get(i);
+            if (group == null) {
+                continue;
+            }
+            if (group.replicas != null && group.replicas > JobTopology.MAX_REPLICAS) {
+                return Optional.of("spec.replicaSpecs[" + i + "].replicas must be at most " + JobTopology.MAX_REPLICAS
+                        + " (found " + shown(group.replicas) + ")");
+            }
+            total += group.replicas == null ? 1 : Math.max(0, group.replicas);
+        }
+        if (total > JobTopology.MAX_REPLICAS) {
+            return Optional.of("spec.replicaSpecs asks for " + total + " replicas in all; a job has at most "
+                    + JobTopology.MAX_REPLICAS + ": split it into several jobs or use fewer, larger replicas");
+        }
+        return Optional.empty();
+    }
+
+    /** A value saturated when read (it was beyond the int range) is shown as such. */
+    private static String shown(int value) {
+        return value == Integer.MAX_VALUE ? "2147483647 or more" : Integer.toString(value);
     }
 
     private static Optional<String> elasticProblem(PyTorchTrainingJobSpec spec) {

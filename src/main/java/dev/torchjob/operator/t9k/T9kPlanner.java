@@ -1,11 +1,10 @@
 package dev.torchjob.operator.t9k;
 
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -13,6 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.torchjob.operator.api.AggregateStatus;
 import dev.torchjob.operator.api.CountedRestart;
 import dev.torchjob.operator.api.ElasticStatus;
+import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
@@ -91,7 +91,7 @@ public final class T9kPlanner {
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), Optional.ofNullable(service),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
-                decision.restarts(), decision.recheckAfter());
+                decision.podsCreated(), decision.restarts(), decision.recheckAfter());
     }
 
     /** The engine's next state in T9k's status; fields the engine does not own are kept as they were. */
@@ -142,6 +142,30 @@ public final class T9kPlanner {
             tasks.add(task);
         }
         return tasks;
+    }
+
+    /**
+     * The status with the ReconcileError condition set (the operator could not apply its decision,
+     * {@code message} says why) or cleared (null message); empty when the status says so already.
+     */
+    public static Optional<PyTorchTrainingJobStatus> withReconcileError(PyTorchTrainingJobStatus status, String reason,
+            String message, Instant now) {
+        PyTorchTrainingJobStatus current = status == null ? new PyTorchTrainingJobStatus() : status;
+        JobCondition before = Conditions.find(current.conditions, JobCondition.RECONCILE_ERROR);
+        boolean failing = message != null;
+        if (before == null ? !failing : before.isTrue() == failing && (!failing || message.equals(before.message))) {
+            return Optional.empty();
+        }
+        PyTorchTrainingJobStatus next = JSON.convertValue(current, PyTorchTrainingJobStatus.class);
+        JobCondition condition = new JobCondition(JobCondition.RECONCILE_ERROR, failing, failing ? reason : "Recovered",
+                failing ? message : "The operator applies its decisions again.");
+        condition.lastTransitionTime = before != null && before.isTrue() == failing ? before.lastTransitionTime
+                : now.truncatedTo(ChronoUnit.SECONDS).toString();
+        // In place (or last): the passes that follow keep the conditions' order, so they see no change.
+        next.conditions.removeIf(c -> JobCondition.RECONCILE_ERROR.equals(c.type));
+        int at = before == null ? next.conditions.size() : current.conditions.indexOf(before);
+        next.conditions.add(Math.min(at, next.conditions.size()), condition);
+        return Optional.of(next);
     }
 
     /** Spec §12: accepted for compatibility, said once. */

@@ -33,7 +33,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 
 /**
  * A real Kubernetes control plane on loopback for the real-cluster test tier: etcd, kube-apiserver,
- * kube-controller-manager (garbage collector, namespace and service-account controllers),
+ * kube-controller-manager (garbage collector, namespace, service-account and resource-quota controllers),
  * kube-scheduler and kwok (nodes and pods, driven by our own Stage file), started once per test JVM
  * from the binaries {@code tools/control-plane/provision.sh} provisions, on random ports, and
  * stopped when the JVM exits.
@@ -151,7 +151,7 @@ public final class ControlPlane {
 
         start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
                 "--kubeconfig=" + adminKubeconfig,
-                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller",
+                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller",
                 "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
         start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
                 "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",

@@ -17,11 +17,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
@@ -60,6 +63,45 @@ class JobLifecycleIT {
         assertNotNull(done.getStatus().completionTime);
         assertEquals(0, done.getStatus().backoffCount);
         cluster.awaitEvent("Succeeded", "");
+    }
+
+    /**
+     * The API server refuses a pod (the namespace's ResourceQuota is used up): the job says so in a
+     * ReconcileError condition and one FailedCreatePod event with the server's words, however often
+     * the operator retries; once the quota allows it, the pod is created and the condition clears.
+     */
+    @Test
+    void aPodRefusedByTheApiServerIsReportedOnceAndCreatedWhenAllowed() {
+        OperatorHarness cluster = install.harness("quota");
+        admin.resource(new ResourceQuotaBuilder().withNewMetadata().withName("pods").withNamespace(cluster.namespace).endMetadata()
+                .withNewSpec().addToHard("pods", new Quantity("2")).endSpec().build()).create();
+        await().atMost(WAIT).until(() -> {
+            var quota = admin.resourceQuotas().inNamespace(cluster.namespace).withName("pods").get();
+            return quota.getStatus() != null && quota.getStatus().getHard() != null; // the quota controller has seen it
+        });
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{}"));
+        JobCondition error = cluster.awaitJob("j", j -> isTrue(j, JobCondition.RECONCILE_ERROR)).getStatus()
+                .conditions.stream().filter(c -> JobCondition.RECONCILE_ERROR.equals(c.type)).findFirst().orElseThrow();
+        assertEquals("FailedCreatePod", error.reason);
+        assertTrue(error.message.contains("exceeded quota"), error.message);
+        // Retries at 1, 2, 4 s... say nothing new.
+        await().pollDelay(Duration.ofSeconds(7)).atMost(WAIT).until(() -> true);
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(),
+                "one event per distinct error");
+        assertEquals(2, cluster.pods().size());
+
+        admin.resourceQuotas().inNamespace(cluster.namespace).withName("pods").edit(q -> {
+            q.getSpec().getHard().put("pods", new Quantity("3"));
+            return q;
+        });
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        PyTorchTrainingJob running = cluster.awaitJob("j", j -> j.getStatus().phase == JobPhase.Running
+                && !isTrue(j, JobCondition.RECONCILE_ERROR));
+        assertEquals("Recovered", running.getStatus().conditions.stream()
+                .filter(c -> JobCondition.RECONCILE_ERROR.equals(c.type)).findFirst().orElseThrow().reason);
+        cluster.awaitEvent("PodsCreated", "");
+        admin.namespaces().withName(cluster.namespace).delete();
     }
 
     /** One replica ending per restart policy, as docs/when-things-fail.md's table says. */
@@ -159,6 +201,10 @@ class JobLifecycleIT {
         assertFalse(cluster.events().stream().anyMatch(e -> "FailedCreatePod".equals(e.getReason())),
                 "the operator did not recreate pods of a job being deleted");
         admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    static boolean isTrue(PyTorchTrainingJob job, String type) {
+        return job.getStatus() != null && job.getStatus().conditions.stream().anyMatch(c -> type.equals(c.type) && c.isTrue());
     }
 
     static String phaseOf(Pod pod) {

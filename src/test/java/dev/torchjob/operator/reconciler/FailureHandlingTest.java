@@ -83,6 +83,27 @@ class FailureHandlingTest {
     }
 
     @Test
+    void aBackoffLimitLoweredBelowTheRestartsSpentKeepsTheJobCurrentAndFailsItAtTheNextFailure() {
+        OperatorHarness cluster = running(client, "lowered", "OnFailure", "{backoffLimit: 3}");
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.kubelet.exit("j-worker-0", 1);
+        cluster.awaitNewPod("j-worker-0", uid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        client.resources(PyTorchTrainingJob.class).inNamespace("lowered").withName("j").edit(j -> {
+            j.getSpec().runPolicy.backoffLimit = 0;
+            return j;
+        });
+        cluster.kubelet.run("j-worker-0");
+        // The status keeps following the pods: the restarted replica is seen running.
+        cluster.awaitJob("j", j -> j.getStatus().aggregate.running == 3 && j.getStatus().phase == JobPhase.Running);
+        cluster.kubelet.exit("j-worker-1", 1);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals("BackoffLimitExceeded", cluster.condition("j", "Failed").reason);
+        assertTrue(cluster.condition("j", "Failed").message.contains("pod j-worker-1"), cluster.condition("j", "Failed").message);
+        assertEquals(1, failed.getStatus().backoffCount);
+    }
+
+    @Test
     void neverFailsTheJobAtTheFirstFailure() {
         OperatorHarness cluster = running(client, "never", "Never", "{backoffLimit: 3}");
         cluster.kubelet.exit("j-worker-1", 2);

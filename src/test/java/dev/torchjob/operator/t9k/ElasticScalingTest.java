@@ -1,12 +1,13 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.engine.Plan;
 
 /** Spec §8 in the planner: expectedReplicas pods, scale up with the next indices, down from the highest. */
 class ElasticScalingTest {

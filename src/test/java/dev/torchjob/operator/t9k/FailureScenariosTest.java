@@ -1,7 +1,5 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -18,6 +16,8 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.Plan;
 
 /** Spec §5 and §6 over several passes: budgets, exactly-once counting, deadlines, clean-up. */
 class FailureScenariosTest {

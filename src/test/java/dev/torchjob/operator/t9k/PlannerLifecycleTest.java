@@ -1,7 +1,5 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -16,7 +14,9 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.ReplicaPhase;
+import dev.torchjob.operator.engine.Plan;
 
 /** The success path of spec §6 and the status of §7, planned pass by pass. */
 class PlannerLifecycleTest {
@@ -52,8 +52,9 @@ class PlannerLifecycleTest {
         assertEquals("tensorstack.dev/owner-name=demo", plan.status().selector);
         assertEquals(1L, plan.status().observedGeneration);
         assertEquals(3, plan.status().aggregate.creating);
-        assertEquals("PodsCreated", plan.events().get(0).reason());
-        assertTrue(plan.events().get(0).message().contains("demo-worker-1"));
+        var created = plan.podsCreated().orElseThrow().event(List.of("demo-master-0", "demo-worker-1"));
+        assertEquals("PodsCreated", created.reason());
+        assertEquals("Created pods demo-master-0, demo-worker-1", created.message(), "names only the pods created");
     }
 
     @Test

@@ -1,6 +1,5 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.engine.TrainingContainer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -14,6 +13,8 @@ import org.junit.jupiter.api.Test;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
+
+import dev.torchjob.operator.engine.TrainingContainer;
 
 /** Pods as spec §3 and §4 describe them. */
 class PodTemplatesTest {

@@ -1,7 +1,5 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,7 +13,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.RestartPolicy;
+import dev.torchjob.operator.engine.Plan;
 
 /**
  * Spec §5/§6 as a table: every restart policy × how the replica ended × budget left or spent ×

@@ -1,8 +1,5 @@
 package dev.torchjob.operator.t9k;
 
-import dev.torchjob.operator.engine.TrainingContainer;
-import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.engine.Plan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -17,7 +14,10 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.RunMode;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 

@@ -31,6 +31,11 @@ class SpecValidatorTest {
             bad procPerNode          | ok   | '  torchrunConfig: {enabled: true, procPerNode: many}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | procPerNode
             negative backoffLimit    | ok   | '  runPolicy: {backoffLimit: -1}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | backoffLimit
             job name not DNS-1035    | 1job | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | metadata.name
+            replicas beyond bound    | ok   | '  replicaSpecs:\n  - type: worker\n    replicas: 1001\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[0].replicas must be at most 1000 (found 1001)
+            replicas beyond int      | ok   | '  replicaSpecs:\n  - type: worker\n    replicas: 2147483648\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.replicaSpecs[0].replicas must be at most 1000 (found 2147483647 or more)
+            too many in all          | ok   | '  replicaSpecs:\n  - type: worker\n    replicas: 600\n    template: {spec: {containers: [{name: a, image: b}]}}\n  - type: ps\n    replicas: 401\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | 1001 replicas in all
+            elastic max beyond bound | ok   | '  torchrunConfig: {enabled: true}\n  elastic: {enabled: true, minReplicas: 1, maxReplicas: 5000}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.elastic.maxReplicas must be at most 1000
+            backoffLimit beyond int  | ok   | '  runPolicy: {backoffLimit: -99999999999}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | backoffLimit
             pod name too long        | a-very-long-job-name-that-goes-on-and-on-and-on-forever | '  replicaSpecs:\n  - type: worker-with-long-type\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | longer than 63
             """)
     void rejects(String title, String name, String spec, String field) {
