@@ -238,6 +238,37 @@ class ApiServerContractIT {
         admin.namespaces().withName(namespace).delete();
     }
 
+    /**
+     * A job stored while the CRD had no bound (an older CRD, or one edited by hand) with a value the
+     * operator's int cannot hold: the informer that reads every job keeps reading, that job fails
+     * InvalidSpec naming the field, and a job submitted next to it runs.
+     */
+    @Test
+    void aJobStoredBeyondTheBoundsFailsAloneAndTheOthersCarryOn() {
+        OperatorHarness cluster = install.harness("unreadable");
+        String replicasMaximum = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/replicaSpecs/items/properties/replicas/maximum";
+        kubectl.run("patch", "crd", "pytorchtrainingjobs.batch.tensorstack.dev", "--type=json",
+                "-p", "[{\"op\": \"remove\", \"path\": \"" + replicasMaximum + "\"}]").orFail();
+        try {
+            GenericKubernetesResource huge = Serialization.unmarshal(job("huge", "runPolicy: {backoffLimit: 1}")
+                    .replace("  - type: worker\n", "  - type: worker\n    replicas: 2147483648\n"), GenericKubernetesResource.class);
+            // The API server takes the loosened schema a moment later.
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).ignoreExceptions()
+                    .until(() -> admin.genericKubernetesResources(JOBS).inNamespace(cluster.namespace).resource(huge).create() != null);
+        } finally {
+            kubectl.run("apply", "--server-side", "--force-conflicts", "--field-manager=platform-team", "-f", "kubernetes/crd/").orFail();
+        }
+        cluster.submit(job("ok", "runPolicy: {backoffLimit: 1}"));
+        cluster.awaitPodNames("ok-worker-0");
+        PyTorchTrainingJob failed = cluster.awaitPhase("huge", JobPhase.Failed);
+        assertEquals("InvalidSpec", cluster.condition("huge", "Failed").reason);
+        assertTrue(cluster.condition("huge", "Failed").message
+                .contains("spec.replicaSpecs[0].replicas must be at most 1000 (found 2147483647 or more)"), cluster.condition("huge", "Failed").message);
+        assertTrue(failed.getStatus().tasks.isEmpty(), "nothing was built per replica");
+        assertTrue(cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith("huge-")));
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
     /** A one-worker job with extra spec lines (YAML, two-space indented under spec). */
     static String job(String name, String specLines) {
         return """
