@@ -23,6 +23,8 @@ public class ReplicaStatus {
     public ReplicaPhase phase;
     @JsonPropertyDescription("State of each container of the pod.")
     public List<ContainerStatus> containers = new ArrayList<>();
+    @JsonPropertyDescription("How this replica's last failed pod ended, with the end of its output (at most 1024 characters); kept after the pod is restarted or deleted.")
+    public String lastFailure;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)

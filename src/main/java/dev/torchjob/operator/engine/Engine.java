@@ -175,13 +175,16 @@ public final class Engine {
             RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit);
             if (decision instanceof RestartDecision.NotRestartable notRestartable) {
                 Stopped s = notRestartable.replica();
-                String message = s.ending().describe() + "; restartPolicy " + s.policy() + " does not restart it";
+                view.failed(s.ending());
+                String message = s.ending().withOutput(s.ending().summary() + "; restartPolicy " + s.policy() + " does not restart it");
                 events.add(JobEvent.warning("ReplicaFailed", message));
                 return end(Outcome.ReplicaFailedPermanently, message, topology);
             }
             if (decision instanceof RestartDecision.BudgetSpent spent) {
-                String message = spent.replica().ending().describe() + "; the restart budget is spent (backoffCount "
-                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")";
+                view.failed(spent.replica().ending());
+                ReplicaEnding ending = spent.replica().ending();
+                String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
+                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
                 events.add(JobEvent.warning("ReplicaFailed", message));
                 return end(Outcome.BackoffLimitExceeded, message, topology);
             }
@@ -220,14 +223,17 @@ public final class Engine {
 
         private void countRestart(Stopped s, int limit) {
             ledger.count(s.slot().podName(), s.podUid());
+            if (s.isFailure()) {
+                view.failed(s.ending());
+            }
             restartsThisPass.merge(s.slot().type(), 1, Integer::sum);
             ReplicaEnding ending = s.ending();
             restarts.add(new Plan.RestartCounted(s.slot().type(),
                     ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
                             ? ending.exitCode().toString()
                             : ending.cause().name().toLowerCase()));
-            events.add(JobEvent.warning("ReplicaRestarted", "Restarting " + ending.describe() + " (restart "
-                    + ledger.backoffCount() + " of backoffLimit " + limit + ")"));
+            events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " (restart "
+                    + ledger.backoffCount() + " of backoffLimit " + limit + ")")));
         }
 
         private String replicaFailureMessage(List<Stopped> failures) {
@@ -269,7 +275,8 @@ public final class Engine {
             // Pods deleted by the pause are forgotten, so resuming never takes them for vanished.
             replicaGroups = view.of(topology, false, Map.of()).stream()
                     .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
-                            .map(r -> r.phase() == ReplicaPhase.Deleted ? new ReplicaState(r.name(), null, r.phase(), r.containers()) : r)
+                            .map(r -> r.phase() == ReplicaPhase.Deleted
+                                    ? new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure()) : r)
                             .toList()))
                     .toList();
             phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();

@@ -81,8 +81,11 @@ public record JobState(
     public record ReplicaGroupState(String type, int restartCount, List<ReplicaState> replicas) {
     }
 
-    /** One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and containers. */
-    public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers) {
+    /**
+     * One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and
+     * containers, and how its last pod that failed ended (kept across restarts, with its last output).
+     */
+    public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure) {
     }
 
     public record ContainerState(String name, String state, Integer exitCode, String reason) {

@@ -12,7 +12,13 @@ import io.fabric8.kubernetes.api.model.PodCondition;
  * Why a replica's pod stopped: what the restart rules (spec §5) decide on, and what messages
  * and events name (pod, container, exit code).
  */
-public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason) {
+public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String output) {
+
+    /**
+     * The most of a container's termination message (its last log lines, with
+     * FallbackToLogsOnError) that is kept: the end, where a traceback says what went wrong.
+     */
+    public static final int MAX_OUTPUT = 1024;
 
     public enum Cause {
         /** The pod ended in phase Failed. */
@@ -33,23 +39,33 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
         Integer exitCode = terminated.map(ContainerStateTerminated::getExitCode).orElse(null);
         String reason = terminated.map(ContainerStateTerminated::getReason).orElse(null);
+        String output = tail(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
         String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
         if (isEvicted(pod)) {
             return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode,
-                    podReason != null ? podReason : "DisruptionTarget");
+                    podReason != null ? podReason : "DisruptionTarget", output);
         }
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason);
+                reason != null ? reason : podReason, output);
     }
 
     public static ReplicaEnding vanished(String podName) {
-        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted");
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null);
+    }
+
+    /** The last {@link #MAX_OUTPUT} characters of a termination message, or null when there is none. */
+    static String tail(String message) {
+        if (message == null || message.isBlank()) {
+            return null;
+        }
+        String trimmed = message.strip();
+        return trimmed.length() <= MAX_OUTPUT ? trimmed : "..." + trimmed.substring(trimmed.length() - MAX_OUTPUT + 3);
     }
 
     public static ReplicaEnding succeeded(Pod pod) {
         Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
-        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed");
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null);
     }
 
     /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */
@@ -86,8 +102,18 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                         : status.getLastState() == null ? null : status.getLastState().getTerminated());
     }
 
-    /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
+    /** {@link #summary()} followed by the end of the replica's output: the reason outlives the pod. */
     public String describe() {
+        return withOutput(summary());
+    }
+
+    /** A sentence about this ending, then the end of the replica's output, if it left any. */
+    public String withOutput(String sentence) {
+        return output == null ? sentence : sentence + "; last output:\n" + output;
+    }
+
+    /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
+    public String summary() {
         StringBuilder text = new StringBuilder("pod ").append(podName);
         switch (cause) {
             case VANISHED -> text.append(" was deleted");

@@ -17,11 +17,17 @@ final class ReplicaView {
     private final Map<String, Pod> pods;
     private final JobState previous;
     private final RestartLedger ledger;
+    /** Replicas that failed this pass, and how: it replaces what the status said of their last failure. */
+    private final Map<String, String> failures = new LinkedHashMap<>();
 
     ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger) {
         this.pods = pods;
         this.previous = previous;
         this.ledger = ledger;
+    }
+
+    void failed(ReplicaEnding ending) {
+        failures.put(ending.podName(), ending.describe());
     }
 
     /**
@@ -48,7 +54,7 @@ final class ReplicaView {
         List<ReplicaGroupState> groups = new ArrayList<>();
         for (ReplicaGroupState before : previous.replicaGroups()) {
             List<ReplicaState> replicas = new ArrayList<>();
-            for (ReplicaState replica : before.replicas()) {
+            for (ReplicaState replica : before.replicas()) { // a finished job: nothing new failed
                 replicas.add(replica(replica.name(), false));
             }
             groups.add(new ReplicaGroupState(before.type(), before.restartCount(), replicas));
@@ -60,9 +66,10 @@ final class ReplicaView {
         Pod pod = pods.get(podName);
         ReplicaState before = previous.replica(podName);
         String uidBefore = before == null ? null : before.uid();
+        String lastFailure = failures.getOrDefault(podName, before == null ? null : before.lastFailure());
         if (pod == null) {
             // Keep the last pod's UID: it tells a pod that vanished from one never created.
-            return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of());
+            return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure);
         }
         // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
         // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
@@ -73,7 +80,7 @@ final class ReplicaView {
                 containers.add(containerOf(status));
             }
         }
-        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers);
+        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure);
     }
 
     private static ContainerState containerOf(ContainerStatus status) {

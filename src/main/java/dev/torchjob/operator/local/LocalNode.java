@@ -7,7 +7,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,12 +42,17 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 final class LocalNode implements ResourceEventHandler<Pod> {
     private static final Pattern VARIABLE_REFERENCE = Pattern.compile("\\$\\(([A-Za-z_][A-Za-z0-9_.-]*)\\)|\\$\\$");
     private static final long GRACE_MILLIS = 3000;
+    /** What the kubelet keeps of a failed container's log as its termination message. */
+    static final int MESSAGE_LINES = 80;
+    static final int MESSAGE_BYTES = 2048;
 
     private final KubernetesClient client;
     private final String namespace;
     private final Path defaultWorkingDirectory;
     private final PrintStream out;
     private final Map<String, Process> processesByPodUid = new ConcurrentHashMap<>();
+    /** The last lines each running process printed: its termination message if it fails (FallbackToLogsOnError). */
+    private final Map<String, Deque<String>> lastLinesByPodUid = new ConcurrentHashMap<>();
     private final Set<String> startedPodUids = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
     private SharedIndexInformer<Pod> informer;
@@ -102,7 +109,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
         if (argv.isEmpty()) {
             out.println("[" + podName + "] no command: images are not run locally, give the container a command");
-            finish(pod, 127, "StartError");
+            finish(pod, 127, "StartError", "no command: images are not run locally, give the container a command");
             return;
         }
         Path workingDirectory = container.getWorkingDir() != null
@@ -115,12 +122,14 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             process = builder.start();
         } catch (IOException e) {
             out.println("[" + podName + "] cannot start " + argv.get(0) + ": " + e.getMessage());
-            finish(pod, 127, "StartError");
+            finish(pod, 127, "StartError", "cannot start " + argv.get(0) + ": " + e.getMessage());
             return;
         }
         processesByPodUid.put(uid, process);
         markRunning(pod);
-        Thread output = new Thread(() -> copyOutput(podName, process), "output-" + podName);
+        Deque<String> lastLines = new ArrayDeque<>();
+        lastLinesByPodUid.put(uid, lastLines);
+        Thread output = new Thread(() -> copyOutput(podName, process, lastLines), "output-" + podName);
         output.setDaemon(true);
         output.start();
         process.onExit().thenAccept(ended -> {
@@ -129,10 +138,12 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            Deque<String> lines = lastLinesByPodUid.remove(uid);
             // A process we stopped belongs to a deleted pod: there is no status to write.
             if (processesByPodUid.remove(uid) != null && !stopping) {
                 int exitCode = ended.exitValue();
-                finish(pod, exitCode, exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error");
+                finish(pod, exitCode, exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error",
+                        exitCode == 0 ? null : terminationMessage(lines));
             }
         });
     }
@@ -157,10 +168,16 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
     }
 
-    private void copyOutput(String podName, Process process) {
+    private void copyOutput(String podName, Process process, Deque<String> lastLines) {
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = reader.readLine()) != null) {
+                synchronized (lastLines) {
+                    lastLines.addLast(line);
+                    if (lastLines.size() > MESSAGE_LINES) {
+                        lastLines.removeFirst();
+                    }
+                }
                 if (!stopping) { // the last words of processes we are killing are noise
                     out.println("[" + podName + "] " + line);
                 }
@@ -216,12 +233,26 @@ final class LocalNode implements ResourceEventHandler<Pod> {
                 .build());
     }
 
-    private void finish(Pod pod, int exitCode, String reason) {
+    /** The last lines of output, at most {@link #MESSAGE_BYTES} of them from the end, as the kubelet would keep. */
+    static String terminationMessage(Deque<String> lines) {
+        if (lines == null) {
+            return null;
+        }
+        String text;
+        synchronized (lines) {
+            text = String.join("\n", lines);
+        }
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        return bytes.length <= MESSAGE_BYTES ? text
+                : new String(bytes, bytes.length - MESSAGE_BYTES, MESSAGE_BYTES, StandardCharsets.UTF_8);
+    }
+
+    private void finish(Pod pod, int exitCode, String reason, String message) {
         Container container = TrainingContainer.of(pod.getSpec().getContainers());
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false)
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
-                                .withFinishedAt(Instant.now().toString()).endTerminated().build())
+                                .withMessage(message).withFinishedAt(Instant.now().toString()).endTerminated().build())
                         .build())
                 .build());
     }

@@ -108,6 +108,10 @@ public final class PodTemplates {
 
         Container training = TrainingContainer.of(spec.getContainers());
         training.setEnv(environment(training.getEnv(), slot));
+        if (training.getTerminationMessagePolicy() == null) {
+            // A crash leaves its last log lines in the pod's status, where the operator keeps them.
+            training.setTerminationMessagePolicy("FallbackToLogsOnError");
+        }
         if (overrides.command() != null) {
             training.setCommand(new ArrayList<>(overrides.command()));
         }

@@ -90,7 +90,8 @@ public final class T9kModel {
             for (ReplicaStatus replica : task.replicas) {
                 replicas.add(new ReplicaState(replica.name, replica.uid,
                         replica.phase == null ? null : JobState.ReplicaPhase.valueOf(replica.phase.name()),
-                        replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList()));
+                        replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
+                        replica.lastFailure));
             }
             groups.add(new ReplicaGroupState(task.type, task.restartCount == null ? 0 : task.restartCount, replicas));
         }

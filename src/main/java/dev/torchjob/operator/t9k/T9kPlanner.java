@@ -129,6 +129,7 @@ public final class T9kPlanner {
                 status.name = replica.name();
                 status.uid = replica.uid();
                 status.phase = replica.phase() == null ? null : ReplicaPhase.valueOf(replica.phase().name());
+                status.lastFailure = replica.lastFailure();
                 for (JobState.ContainerState container : replica.containers()) {
                     ReplicaStatus.ContainerStatus c = new ReplicaStatus.ContainerStatus();
                     c.name = container.name();

@@ -113,6 +113,9 @@ class LocalModeIT {
         Run run = run(job.toString());
         assertEquals(1, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().contains("pod ddp-local-worker-0 (container pytorch) exited with code 1"), run.out());
+        // The replica's last words are in the operator's own report, not only in the process's output.
+        assertTrue(java.util.regex.Pattern.compile("Warning ReplicaFailed: pod ddp-local-worker-0 \\(container pytorch\\) exited with code 1 "
+                + "\\(Error\\)[^\n]*; last output:\n(.*\n)*?rank 1: exiting with code 1 as asked").matcher(run.out()).find(), run.out());
         assertTrue(run.out().contains("phase: \"Failed\""), run.out());
         assertTrue(run.out().contains("ReplicaFailedPermanently"), run.out());
     }

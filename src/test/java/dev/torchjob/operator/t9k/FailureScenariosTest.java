@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.api.ReplicaStatus;
 import dev.torchjob.operator.engine.Plan;
 
 /** Spec §5 and §6 over several passes: budgets, exactly-once counting, deadlines, clean-up. */
@@ -211,5 +213,44 @@ class FailureScenariosTest {
             assertEquals(!expectedGone.contains(pod), cluster.pods.containsKey(pod), pod);
         }
         assertEquals(expectedGone.size(), cluster.job.getStatus().aggregate.deleted);
+    }
+
+    static ReplicaStatus replica(InMemoryCluster cluster, String name) {
+        return cluster.job.getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                .filter(r -> r.name.equals(name)).findFirst().orElseThrow();
+    }
+
+    @Test
+    void aFailedReplicasLastOutputOutlivesItsPodInTheEventTheStatusAndTheCondition() {
+        InMemoryCluster cluster = running("{backoffLimit: 1}", "OnFailure");
+        cluster.exit("f-worker-0", 1, "Traceback (most recent call last):\n  File \"train.py\", line 9\nValueError: bad batch");
+        Plan<PyTorchTrainingJobStatus> restart = cluster.reconcile();
+        assertTrue(restart.events().stream().anyMatch(e -> e.reason().equals("ReplicaRestarted")
+                && e.message().endsWith("exited with code 1 (Error) (restart 1 of backoffLimit 1); last output:\nTraceback (most recent call last):\n"
+                        + "  File \"train.py\", line 9\nValueError: bad batch")), restart.events().toString());
+        cluster.settle();
+        cluster.run("f-worker-0");
+        cluster.settle();
+        assertTrue(replica(cluster, "f-worker-0").lastFailure.endsWith("ValueError: bad batch"),
+                "kept after the pod was replaced: " + replica(cluster, "f-worker-0").lastFailure);
+        assertNull(replica(cluster, "f-worker-1").lastFailure);
+
+        cluster.exit("f-worker-1", 1, "RuntimeError: NCCL error");
+        cluster.settle();
+        assertEquals(JobPhase.Failed, cluster.job.getStatus().phase);
+        assertTrue(condition(cluster, "Failed").message.endsWith("last output:\nRuntimeError: NCCL error"), condition(cluster, "Failed").message);
+        assertTrue(replica(cluster, "f-worker-1").lastFailure.endsWith("RuntimeError: NCCL error"));
+        assertTrue(replica(cluster, "f-worker-0").lastFailure.endsWith("ValueError: bad batch"));
+    }
+
+    @Test
+    void onlyTheEndOfALongOutputIsKept() {
+        InMemoryCluster cluster = running("{backoffLimit: 1}", "OnFailure");
+        cluster.exit("f-worker-0", 1, "x".repeat(100_000) + "\nthe line that matters");
+        cluster.settle();
+        String lastFailure = replica(cluster, "f-worker-0").lastFailure;
+        String output = lastFailure.substring(lastFailure.indexOf("last output:\n") + "last output:\n".length());
+        assertEquals(1024, output.length());
+        assertTrue(output.startsWith("...") && output.endsWith("the line that matters"), output);
     }
 }

@@ -110,13 +110,18 @@ final class InMemoryCluster {
     }
 
     void exit(String name, int exitCode) {
+        exit(name, exitCode, null);
+    }
+
+    /** The container ends; {@code message} is its termination message (its last log lines, with FallbackToLogsOnError). */
+    void exit(String name, int exitCode, String message) {
         Pod pod = pods.get(name);
         pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder()
                         .withName(TrainingContainer.of(pod.getSpec().getContainers()).getName())
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
                                 .withReason(exitCode == 137 ? "OOMKilled" : exitCode == 0 ? "Completed" : "Error")
-                                .endTerminated().build())
+                                .withMessage(message).endTerminated().build())
                         .build())
                 .build());
     }

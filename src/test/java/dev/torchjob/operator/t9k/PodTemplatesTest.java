@@ -108,6 +108,39 @@ class PodTemplatesTest {
     }
 
     @Test
+    void theTrainingContainerLeavesItsLastLogLinesWhenItFailsUnlessTheUserChoseOtherwise() {
+        Pod pod = firstPods("""
+                metadata: {name: logs}
+                spec:
+                  replicaSpecs:
+                  - type: worker
+                    template:
+                      spec:
+                        containers:
+                        - {name: logger, image: busybox}
+                        - {name: python, image: torch}
+                  - type: ps
+                    template:
+                      spec:
+                        containers:
+                        - {name: python, image: torch, terminationMessagePolicy: File}
+                """).values().stream().filter(p -> p.getMetadata().getName().startsWith("logs-worker")).findFirst().orElseThrow();
+        assertEquals("FallbackToLogsOnError", pod.getSpec().getContainers().get(1).getTerminationMessagePolicy());
+        assertNull(pod.getSpec().getContainers().get(0).getTerminationMessagePolicy(), "only the training container");
+        Pod ps = firstPods("""
+                metadata: {name: logs}
+                spec:
+                  replicaSpecs:
+                  - type: ps
+                    template:
+                      spec:
+                        containers:
+                        - {name: python, image: torch, terminationMessagePolicy: File}
+                """).get("logs-ps-0");
+        assertEquals("File", ps.getSpec().getContainers().get(0).getTerminationMessagePolicy(), "the user's choice is kept");
+    }
+
+    @Test
     void onlyTheTrainingContainerGetsTheEnvironment() {
         Pod pod = firstPods("""
                 metadata: {name: two}
