@@ -16,6 +16,8 @@ public class CountedRestart {
     public String pod;
     @JsonPropertyDescription("UID of that pod: the same pod is never counted twice.")
     public String uid;
+    @JsonPropertyDescription("When the replacement pod is created (restart back-off); absent when at once.")
+    public String restartAt;
 
     public CountedRestart() {
     }
@@ -23,5 +25,10 @@ public class CountedRestart {
     public CountedRestart(String pod, String uid) {
         this.pod = pod;
         this.uid = uid;
+    }
+
+    public CountedRestart(String pod, String uid, String restartAt) {
+        this(pod, uid);
+        this.restartAt = restartAt;
     }
 }

@@ -25,6 +25,8 @@ public class ReplicaStatus {
     public List<ContainerStatus> containers = new ArrayList<>();
     @JsonPropertyDescription("How this replica's last failed pod ended, with the end of its output (at most 1024 characters); kept after the pod is restarted or deleted.")
     public String lastFailure;
+    @JsonPropertyDescription("Failures of this replica in a row, without a run long enough in between; the restart back-off doubles with each.")
+    public Integer failuresInARow;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)

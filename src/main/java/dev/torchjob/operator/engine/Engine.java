@@ -43,8 +43,9 @@ public final class Engine {
     private Engine() {
     }
 
-    public static Decision decide(TrainingJob job, JobState previous, Observation<?> observation, Wording wording) {
-        return new Pass(job, previous, observation, wording).run();
+    public static Decision decide(TrainingJob job, JobState previous, Observation<?> observation, Wording wording,
+            RestartBackoff backoff) {
+        return new Pass(job, previous, observation, wording, backoff).run();
     }
 
     /** Mutable scratch space of one pass; never escapes {@link #decide}. */
@@ -52,6 +53,7 @@ public final class Engine {
         private final TrainingJob job;
         private final JobState previous;
         private final Wording wording;
+        private final RestartBackoff backoff;
         private final Map<String, Pod> pods;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
@@ -82,10 +84,11 @@ public final class Engine {
         private boolean awaitingAdmission;
         private Outcome outcome;
 
-        Pass(TrainingJob job, JobState previous, Observation<?> observation, Wording wording) {
+        Pass(TrainingJob job, JobState previous, Observation<?> observation, Wording wording, RestartBackoff backoff) {
             this.job = job;
             this.previous = previous;
             this.wording = wording;
+            this.backoff = backoff;
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
@@ -151,10 +154,12 @@ public final class Engine {
             for (ReplicaSlot slot : topology.slots()) {
                 Pod pod = pods.get(slot.podName());
                 ReplicaState before = previous.replica(slot.podName());
+                Optional<Instant> restartAt = ledger.restartAt(slot.podName()).filter(now::isBefore);
                 if (pod != null) {
                     if (ledger.isCounted(pod)) {
-                        // Restart already counted (maybe by an earlier operator run): finish it, count nothing.
-                        deleteUnlessTerminating(pod, DeletionReason.RESTART);
+                        // Restart already counted (maybe by an earlier operator run): finish it when it is due, count
+                        // nothing. Until then the failed pod stays, so its logs can still be read.
+                        restartAt.ifPresentOrElse(this::recheckAt, () -> deleteUnlessTerminating(pod, DeletionReason.RESTART));
                     } else if (!Pods.isTerminating(pod)) {
                         String podPhase = Pods.phase(pod);
                         if ("Failed".equals(podPhase)) {
@@ -166,10 +171,13 @@ public final class Engine {
                     }
                 } else if (before != null && before.uid() != null && !ledger.isCounted(slot.podName(), before.uid())) {
                     stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), before.uid(), null));
+                } else if (restartAt.isPresent()) {
+                    recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
                 } else {
                     missing.add(slot);
                 }
             }
+            ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             int limit = job.runPolicy().backoffLimit();
             RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit);
@@ -190,8 +198,10 @@ public final class Engine {
             }
             RestartDecision.Restart restart = (RestartDecision.Restart) decision;
             for (Stopped s : restart.restarts()) {
-                countRestart(s, limit);
-                if (s.pod() != null) {
+                Optional<Instant> restartAt = countRestart(s, limit);
+                if (restartAt.isPresent()) {
+                    recheckAt(restartAt.get());
+                } else if (s.pod() != null) {
                     deleteUnlessTerminating(s.pod(), DeletionReason.RESTART);
                 } else {
                     missing.add(s.slot());
@@ -206,7 +216,7 @@ public final class Engine {
                 creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");
-            deadline().ifPresent(d -> recheckAfter = Duration.between(now, d).plusSeconds(1));
+            deadline().ifPresent(d -> recheckAt(d.plusSeconds(1)));
 
             replicaGroups = view.of(topology, true, restartsThisPass);
             if (job.elastic()) {
@@ -221,19 +231,36 @@ public final class Engine {
             return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures())));
         }
 
-        private void countRestart(Stopped s, int limit) {
-            ledger.count(s.slot().podName(), s.podUid());
-            if (s.isFailure()) {
-                view.failed(s.ending());
-            }
-            restartsThisPass.merge(s.slot().type(), 1, Integer::sum);
+        /** Counts the restart; when the back-off makes it wait, returns when its new pod is due. */
+        private Optional<Instant> countRestart(Stopped s, int limit) {
             ReplicaEnding ending = s.ending();
+            Duration delay = Duration.ZERO;
+            if (s.isFailure()) {
+                ReplicaState before = previous.replica(s.slot().podName());
+                boolean ranLongEnough = ending.ran() != null && ending.ran().compareTo(backoff.resetAfter()) >= 0;
+                int inARow = before == null || ranLongEnough ? 0 : before.failuresInARow();
+                delay = backoff.delay(inARow);
+                view.failed(ending, inARow + 1);
+            }
+            Instant restartAt = delay.isZero() ? null : now.plus(delay);
+            ledger.count(s.slot().podName(), s.podUid(), restartAt);
+            restartsThisPass.merge(s.slot().type(), 1, Integer::sum);
             restarts.add(new Plan.RestartCounted(s.slot().type(),
                     ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
                             ? ending.exitCode().toString()
                             : ending.cause().name().toLowerCase()));
             events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " (restart "
-                    + ledger.backoffCount() + " of backoffLimit " + limit + ")")));
+                    + ledger.backoffCount() + " of backoffLimit " + limit + (restartAt == null ? "" : "; back-off " + delay.toSeconds()
+                    + " s, new pod at " + restartAt) + ")")));
+            return Optional.ofNullable(restartAt);
+        }
+
+        /** Look again at this time (or earlier, if something else asked so): nothing else would say it is time. */
+        private void recheckAt(Instant when) {
+            Duration in = Duration.between(now, when);
+            if (recheckAfter == null || in.compareTo(recheckAfter) < 0) {
+                recheckAfter = in;
+            }
         }
 
         private String replicaFailureMessage(List<Stopped> failures) {
@@ -241,7 +268,8 @@ public final class Engine {
                 return failures.stream().map(s -> s.ending().describe()).collect(Collectors.joining("; "));
             }
             if (ledger.hasEntries()) {
-                return "Restarting " + ledger.entries().stream().map(JobState.CountedRestart::pod)
+                return "Restarting " + ledger.entries().stream()
+                        .map(c -> c.restartAt() != null && now.isBefore(c.restartAt()) ? c.pod() + " at " + c.restartAt() : c.pod())
                         .collect(Collectors.joining(", ")) + ".";
             }
             return "All replicas are healthy.";
@@ -276,7 +304,7 @@ public final class Engine {
             replicaGroups = view.of(topology, false, Map.of()).stream()
                     .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
                             .map(r -> r.phase() == ReplicaPhase.Deleted
-                                    ? new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure()) : r)
+                                    ? new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure(), r.failuresInARow()) : r)
                             .toList()))
                     .toList();
             phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();

@@ -73,8 +73,11 @@ public record JobState(
         IGNORED
     }
 
-    /** A restart already added to backoffCount, kept until a pod with another UID is seen under that name. */
-    public record CountedRestart(String pod, String uid) {
+    /**
+     * A restart already added to backoffCount, kept until a pod with another UID is seen under that
+     * name; {@code restartAt}: the new pod is not created before then (back-off), null for at once.
+     */
+    public record CountedRestart(String pod, String uid, Instant restartAt) {
     }
 
     /** The replicas of one group as last seen, and how often the group restarted. */
@@ -83,9 +86,11 @@ public record JobState(
 
     /**
      * One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and
-     * containers, and how its last pod that failed ended (kept across restarts, with its last output).
+     * containers, how its last pod that failed ended (kept across restarts, with its last output), and
+     * how many times it failed in a row without running long enough in between (the back-off grows with it).
      */
-    public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure) {
+    public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
+            int failuresInARow) {
     }
 
     public record ContainerState(String name, String state, Integer exitCode, String reason) {

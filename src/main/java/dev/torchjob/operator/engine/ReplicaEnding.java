@@ -1,5 +1,8 @@
 package dev.torchjob.operator.engine;
 
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.List;
 import java.util.Optional;
 
@@ -12,7 +15,8 @@ import io.fabric8.kubernetes.api.model.PodCondition;
  * Why a replica's pod stopped: what the restart rules (spec §5) decide on, and what messages
  * and events name (pod, container, exit code).
  */
-public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String output) {
+public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String output,
+        Duration ran) {
 
     /**
      * The most of a container's termination message (its last log lines, with
@@ -40,17 +44,28 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         Integer exitCode = terminated.map(ContainerStateTerminated::getExitCode).orElse(null);
         String reason = terminated.map(ContainerStateTerminated::getReason).orElse(null);
         String output = tail(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
+        Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
         String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
         if (isEvicted(pod)) {
             return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode,
-                    podReason != null ? podReason : "DisruptionTarget", output);
+                    podReason != null ? podReason : "DisruptionTarget", output, ran);
         }
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason, output);
+                reason != null ? reason : podReason, output, ran);
     }
 
     public static ReplicaEnding vanished(String podName) {
-        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null);
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null);
+    }
+
+    /** How long the container ran, from its start and finish times; null when either is missing. */
+    static Duration runTime(ContainerStateTerminated terminated) {
+        try {
+            return terminated.getStartedAt() == null || terminated.getFinishedAt() == null ? null
+                    : Duration.between(Instant.parse(terminated.getStartedAt()), Instant.parse(terminated.getFinishedAt()));
+        } catch (DateTimeParseException e) {
+            return null;
+        }
     }
 
     /** The last {@link #MAX_OUTPUT} characters of a termination message, or null when there is none. */
@@ -65,7 +80,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     public static ReplicaEnding succeeded(Pod pod) {
         Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
-        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null);
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null);
     }
 
     /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */

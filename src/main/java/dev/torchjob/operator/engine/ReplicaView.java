@@ -19,6 +19,7 @@ final class ReplicaView {
     private final RestartLedger ledger;
     /** Replicas that failed this pass, and how: it replaces what the status said of their last failure. */
     private final Map<String, String> failures = new LinkedHashMap<>();
+    private final Map<String, Integer> failuresInARow = new LinkedHashMap<>();
 
     ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger) {
         this.pods = pods;
@@ -28,6 +29,11 @@ final class ReplicaView {
 
     void failed(ReplicaEnding ending) {
         failures.put(ending.podName(), ending.describe());
+    }
+
+    void failed(ReplicaEnding ending, int inARow) {
+        failed(ending);
+        failuresInARow.put(ending.podName(), inARow);
     }
 
     /**
@@ -67,9 +73,11 @@ final class ReplicaView {
         ReplicaState before = previous.replica(podName);
         String uidBefore = before == null ? null : before.uid();
         String lastFailure = failures.getOrDefault(podName, before == null ? null : before.lastFailure());
+        int inARow = failuresInARow.getOrDefault(podName, before == null ? 0 : before.failuresInARow());
         if (pod == null) {
             // Keep the last pod's UID: it tells a pod that vanished from one never created.
-            return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure);
+            return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure,
+                    inARow);
         }
         // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
         // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
@@ -80,7 +88,7 @@ final class ReplicaView {
                 containers.add(containerOf(status));
             }
         }
-        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure);
+        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow);
     }
 
     private static ContainerState containerOf(ContainerStatus status) {

@@ -1,9 +1,12 @@
 package dev.torchjob.operator.engine;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
 
 import dev.torchjob.operator.engine.JobState.CountedRestart;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -50,9 +53,19 @@ final class RestartLedger {
         return uid != null && counted.stream().anyMatch(c -> podName.equals(c.pod()) && uid.equals(c.uid()));
     }
 
-    void count(String podName, String uid) {
+    void count(String podName, String uid, Instant restartAt) {
         backoffCount++;
-        counted.add(new CountedRestart(podName, uid));
+        counted.add(new CountedRestart(podName, uid, restartAt));
+    }
+
+    /** When the counted restart of this replica may create its new pod, if it must wait. */
+    Optional<Instant> restartAt(String podName) {
+        return counted.stream().filter(c -> podName.equals(c.pod()) && c.restartAt() != null).map(CountedRestart::restartAt).findFirst();
+    }
+
+    /** Replicas the job no longer has (scaled down) have nothing left to restart. */
+    void retainOnly(Set<String> podNames) {
+        counted.removeIf(entry -> !podNames.contains(entry.pod()));
     }
 
     /** The job left training (ended, paused, debugging): nothing is waiting to be restarted. */

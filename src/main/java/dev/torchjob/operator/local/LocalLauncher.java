@@ -75,6 +75,9 @@ public final class LocalLauncher {
         System.setProperty("quarkus.kubernetes-client.namespace", NAMESPACE);
         System.setProperty("quarkus.kubernetes-client.trust-certs", "true");
         System.setProperty("torchjob.server-side-apply", "false"); // the embedded mock server has none
+        // A crash loop on a laptop is watched live: a short back-off (still doubling) keeps it readable.
+        System.setProperty("torchjob.restart-backoff.initial", System.getProperty("torchjob.restart-backoff.initial", "1s"));
+        System.setProperty("torchjob.restart-backoff.max", System.getProperty("torchjob.restart-backoff.max", "30s"));
         System.setProperty("quarkus.http.port", metricsPort);
         System.setProperty("quarkus.http.host", "127.0.0.1");
         System.setProperty("quarkus.banner.enabled", "false");

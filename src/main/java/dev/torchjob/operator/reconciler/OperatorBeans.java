@@ -1,6 +1,7 @@
 package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Optional;
 
 import jakarta.enterprise.inject.Produces;
@@ -8,6 +9,7 @@ import jakarta.inject.Singleton;
 
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
+import dev.torchjob.operator.engine.RestartBackoff;
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import io.quarkus.arc.DefaultBean;
 
@@ -19,6 +21,16 @@ public class OperatorBeans {
     @DefaultBean
     Clock clock() {
         return Clock.systemUTC();
+    }
+
+    /** The wait before a failed replica's new pod, kubelet-like by default (10 s doubling to 5 min, reset after a 10 min run). */
+    @Produces
+    @Singleton
+    RestartBackoff restartBackoff(
+            @ConfigProperty(name = "torchjob.restart-backoff.initial", defaultValue = "10s") Duration initial,
+            @ConfigProperty(name = "torchjob.restart-backoff.max", defaultValue = "5m") Duration max,
+            @ConfigProperty(name = "torchjob.restart-backoff.reset-after", defaultValue = "10m") Duration resetAfter) {
+        return new RestartBackoff(initial, max, resetAfter);
     }
 
     /**

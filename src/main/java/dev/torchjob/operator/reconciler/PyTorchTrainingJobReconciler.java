@@ -14,6 +14,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -61,6 +62,9 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
     @Inject
     JobEventRecorder events;
 
+    @Inject
+    RestartBackoff restartBackoff;
+
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
         return List.of(ownedBy(Pod.class, context), ownedBy(Service.class, context));
@@ -89,7 +93,7 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
         Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(
-                new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()));
+                new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()), restartBackoff);
         LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
                 job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());

@@ -91,12 +91,12 @@ public final class T9kModel {
                 replicas.add(new ReplicaState(replica.name, replica.uid,
                         replica.phase == null ? null : JobState.ReplicaPhase.valueOf(replica.phase.name()),
                         replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
-                        replica.lastFailure));
+                        replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow));
             }
             groups.add(new ReplicaGroupState(task.type, task.restartCount == null ? 0 : task.restartCount, replicas));
         }
         List<CountedRestart> counted = status.countedRestarts == null ? List.of()
-                : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid)).toList();
+                : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid, instant(c.restartAt))).toList();
         JobCondition paused = Conditions.find(status.conditions, JobCondition.PAUSED);
         Pause pause = paused == null ? Pause.NEVER
                 : paused.isTrue() ? Pause.PAUSED

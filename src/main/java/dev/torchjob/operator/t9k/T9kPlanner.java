@@ -29,6 +29,7 @@ import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingJob;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -54,15 +55,15 @@ public final class T9kPlanner {
     }
 
     public static Plan<PyTorchTrainingJobStatus> plan(PyTorchTrainingJob job, Collection<Pod> pods, boolean serviceExists, Instant now) {
-        return plan(observe(job, pods, serviceExists, now));
+        return plan(observe(job, pods, serviceExists, now), RestartBackoff.NONE);
     }
 
-    public static Plan<PyTorchTrainingJobStatus> plan(Observation<PyTorchTrainingJob> observation) {
+    public static Plan<PyTorchTrainingJobStatus> plan(Observation<PyTorchTrainingJob> observation, RestartBackoff backoff) {
         PyTorchTrainingJob job = observation.job();
         TrainingJob model = T9kModel.job(job);
         JobState before = T9kModel.state(job.getStatus());
         T9kWording wording = new T9kWording(job.getSpec());
-        Decision decision = Engine.decide(model, before, observation, wording);
+        Decision decision = Engine.decide(model, before, observation, wording, backoff);
 
         List<JobEvent> events = new ArrayList<>();
         if (!before.planned() && model.problem().isEmpty()) {
@@ -106,7 +107,8 @@ public final class T9kPlanner {
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.backoffCount = state.backoffCount();
         next.countedRestarts = state.countedRestarts().isEmpty() ? null
-                : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid())).toList();
+                : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid(),
+                        c.restartAt() == null ? null : c.restartAt().toString())).toList();
         next.tasks = tasks(state);
         next.aggregate = new AggregateStatus();
         next.tasks.forEach(task -> task.replicas.forEach(replica -> next.aggregate.add(replica.phase)));
@@ -130,6 +132,7 @@ public final class T9kPlanner {
                 status.uid = replica.uid();
                 status.phase = replica.phase() == null ? null : ReplicaPhase.valueOf(replica.phase().name());
                 status.lastFailure = replica.lastFailure();
+                status.failuresInARow = replica.failuresInARow() == 0 ? null : replica.failuresInARow();
                 for (JobState.ContainerState container : replica.containers()) {
                     ReplicaStatus.ContainerStatus c = new ReplicaStatus.ContainerStatus();
                     c.name = container.name();

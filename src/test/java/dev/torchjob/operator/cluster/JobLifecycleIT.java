@@ -104,6 +104,27 @@ class JobLifecycleIT {
         admin.namespaces().withName(cluster.namespace).delete();
     }
 
+    /**
+     * A replica dies with a long traceback: its end (1024 characters) reaches the Warning event, the
+     * Failed condition and the replica's lastFailure.
+     */
+    @Test
+    void aFailedReplicasLastOutputIsInTheEventTheConditionAndTheStatus() {
+        OperatorHarness cluster = running("crash", "Never", "{backoffLimit: 3}");
+        String traceback = "Traceback (most recent call last):\n" + "  File \"train.py\", line 1, in step\n".repeat(100)
+                + "ValueError: the line that matters";
+        cluster.kubelet.fail("j-worker-1", 1, traceback);
+        PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertTrue(cluster.condition("j", "Failed").message.endsWith("ValueError: the line that matters"));
+        String lastFailure = failed.getStatus().tasks.get(1).replicas.get(1).lastFailure;
+        assertTrue(lastFailure.startsWith("pod j-worker-1 (container pytorch) exited with code 1 (Error)")
+                && lastFailure.endsWith("ValueError: the line that matters"), lastFailure);
+        cluster.awaitEvent("ReplicaFailed", "ValueError: the line that matters");
+        String event = cluster.events().stream().filter(e -> "ReplicaFailed".equals(e.getReason())).findFirst().orElseThrow().getMessage();
+        assertTrue(event.startsWith("pod j-worker-1") && event.endsWith("ValueError: the line that matters"), event);
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
     /** One replica ending per restart policy, as docs/when-things-fail.md's table says. */
     @ParameterizedTest(name = "{0}: worker {1} -> {2}")
     @CsvSource({

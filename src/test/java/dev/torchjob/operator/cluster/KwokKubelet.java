@@ -17,6 +17,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 public final class KwokKubelet implements Kubelet {
     static final String EXIT_CODE = "test.torchjob.dev/exit-code";
     static final String EXIT_REASON = "test.torchjob.dev/exit-reason";
+    static final String EXIT_MESSAGE = "test.torchjob.dev/exit-message";
     static final String EVICT = "test.torchjob.dev/evict";
     private static final Duration WAIT = Duration.ofSeconds(30);
 
@@ -40,6 +41,11 @@ public final class KwokKubelet implements Kubelet {
     @Override
     public void exit(String podName, int exitCode) {
         annotate(podName, Map.of(EXIT_CODE, String.valueOf(exitCode)));
+    }
+
+    @Override
+    public void fail(String podName, int exitCode, String message) {
+        annotate(podName, Map.of(EXIT_CODE, String.valueOf(exitCode), EXIT_MESSAGE, message));
     }
 
     @Override

@@ -80,11 +80,17 @@ public final class OperatorInstall {
         return shared;
     }
 
-    /** A new operator process with extra settings (system properties); the caller stops it. */
+    /**
+     * A new operator process with extra settings (system properties); the caller stops it. Restarts
+     * happen at once unless a test sets {@code torchjob.restart-backoff.initial}: tests about other
+     * things should not wait out the back-off.
+     */
     public synchronized OperatorProcess newOperator(Map<String, String> settings, boolean leaderElection) {
         Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
+        Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s"));
+        all.putAll(settings);
         try {
-            return new OperatorProcess(operatorKubeconfig, log, settings, leaderElection).start();
+            return new OperatorProcess(operatorKubeconfig, log, all, leaderElection).start();
         } catch (IOException e) {
             throw new AssertionError("the operator did not start: " + e.getMessage(), e);
         }

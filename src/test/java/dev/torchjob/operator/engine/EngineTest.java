@@ -3,6 +3,7 @@ package dev.torchjob.operator.engine;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -55,6 +56,8 @@ class EngineTest {
     static final class Run {
         TrainingJob job;
         JobState state = JobState.NEW;
+        RestartBackoff backoff = RestartBackoff.NONE;
+        Instant now = T0;
         final Map<String, Pod> pods = new LinkedHashMap<>();
         int uids;
 
@@ -71,7 +74,7 @@ class EngineTest {
 
         Decision pass() {
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
-                    PodGroupState.NOT_NEEDED, T0), WORDING);
+                    PodGroupState.NOT_NEEDED, now), WORDING, backoff);
             state = decision.state();
             decision.podsToDelete().forEach(d -> pods.remove(d.name()));
             for (Decision.PodRequest request : decision.podsToCreate()) {
@@ -85,8 +88,14 @@ class EngineTest {
         }
 
         void fail(String pod, int exitCode) {
+            fail(pod, exitCode, Duration.ofSeconds(1));
+        }
+
+        /** The container ran {@code ranFor} until now, then exited. */
+        void fail(String pod, int exitCode, Duration ranFor) {
             pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Failed")
                     .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
+                    .withStartedAt(now.minus(ranFor).toString()).withFinishedAt(now.toString())
                     .endTerminated().endState().endContainerStatus().build());
         }
     }
@@ -140,5 +149,42 @@ class EngineTest {
         assertEquals(Outcome.BackoffLimitExceeded, decision.state().outcome());
         assertTrue(((Situation.Ended) decision.situation()).message().startsWith("pod j-worker-1"));
         assertEquals(0, decision.state().backoffCount(), "a job that failed restarts nothing");
+    }
+
+    @Test
+    void aCrashLoopingReplicaWaitsLongerAtEachFailureAndFromTheStartAgainAfterALongRun() {
+        Run run = new Run(1, 10);
+        run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(10));
+        run.pass();
+        for (long expected : new long[] {10, 20, 30, 30}) {
+            run.fail("j-worker-0", 2);
+            Decision counted = run.pass();
+            assertEquals(Optional.of(Duration.ofSeconds(expected)), counted.recheckAfter(), "back-off " + expected + " s");
+            assertTrue(counted.podsToDelete().isEmpty(), "the failed pod stays until the restart is due: its logs can be read");
+            run.now = run.now.plusSeconds(expected - 1);
+            Decision early = run.pass();
+            assertTrue(early.podsToDelete().isEmpty() && early.podsToCreate().isEmpty(), "not yet due");
+            assertEquals(Optional.of(Duration.ofSeconds(1)), early.recheckAfter());
+            run.now = run.now.plusSeconds(1);
+            assertEquals(1, run.pass().podsToDelete().size(), "due: the old pod goes");
+            assertEquals(1, run.pass().podsToCreate().size(), "and the new one comes");
+        }
+        assertEquals(4, run.state.backoffCount(), "each restart counted once");
+        run.fail("j-worker-0", 2, Duration.ofMinutes(10));
+        assertEquals(Optional.of(Duration.ofSeconds(10)), run.pass().recheckAfter(), "a long run resets the back-off");
+    }
+
+    @Test
+    void aReplicaDeletedBySomeoneElseAlsoWaitsItsBackOff() {
+        Run run = new Run(1, 10);
+        run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
+        run.pass();
+        run.pass(); // the status records the pods' UIDs
+        run.pods.remove("j-worker-0");
+        Decision counted = run.pass();
+        assertEquals(1, counted.state().backoffCount());
+        assertTrue(counted.podsToCreate().isEmpty());
+        run.now = run.now.plusSeconds(10);
+        assertEquals(List.of("j-worker-0"), run.pass().podsToCreate().stream().map(r -> r.slot().podName()).toList());
     }
 }

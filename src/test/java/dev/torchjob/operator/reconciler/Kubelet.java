@@ -8,6 +8,9 @@ public interface Kubelet {
     /** The training container exited with this code (0: the pod Succeeded, else Failed). */
     void exit(String podName, int exitCode);
 
+    /** The training container failed with this code, leaving this termination message (its last log lines). */
+    void fail(String podName, int exitCode, String message);
+
     /** The training container was OOM-killed (exit code 137). */
     void oomKill(String podName);
 

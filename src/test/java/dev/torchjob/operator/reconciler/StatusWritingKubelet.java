@@ -33,6 +33,14 @@ public final class StatusWritingKubelet implements Kubelet {
     }
 
     @Override
+    public void fail(String podName, int exitCode, String message) {
+        setStatus(podName, "Failed", null, List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(false)
+                .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason("Error").withMessage(message)
+                        .withFinishedAt(Instant.now().toString()).endTerminated().build())
+                .build()));
+    }
+
+    @Override
     public void oomKill(String podName) {
         setStatus(podName, "Failed", null, terminated(podName, 137, "OOMKilled"));
     }

@@ -1,6 +1,7 @@
 package dev.torchjob.operator.t9k;
 
 import dev.torchjob.operator.engine.Observation;
+import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingContainer;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Plan;
@@ -32,6 +33,8 @@ final class InMemoryCluster {
     boolean podGroupApiInstalled = true;
     boolean podGroupExists;
     Instant now = Instant.parse("2026-01-01T00:00:00Z");
+    /** At once by default: the back-off has its own tests. */
+    RestartBackoff backoff = RestartBackoff.NONE;
     final List<Plan<PyTorchTrainingJobStatus>> plans = new ArrayList<>();
     int resourceVersion = 1;
 
@@ -60,7 +63,7 @@ final class InMemoryCluster {
                 ? Observation.PodGroupState.NOT_NEEDED
                 : !podGroupApiInstalled ? Observation.PodGroupState.API_MISSING
                 : podGroupExists ? Observation.PodGroupState.EXISTS : Observation.PodGroupState.MISSING;
-        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(new Observation<>(job, new ArrayList<>(pods.values()), serviceExists, podGroup, now));
+        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(new Observation<>(job, new ArrayList<>(pods.values()), serviceExists, podGroup, now), backoff);
         plans.add(plan);
         return plan;
     }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,6 +26,7 @@ import dev.torchjob.operator.api.RunPolicy;
 import dev.torchjob.operator.api.TorchrunConfig;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
 
 /**
  * Random specs, random edits between passes and random pod fates: no pass may throw, and every
@@ -50,11 +52,14 @@ class PlannerPropertyTest {
             if (random.nextBoolean()) {
                 mutate(cluster.job.getSpec(), random);
             }
+            cluster.backoff = random.nextBoolean() ? RestartBackoff.NONE
+                    : new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
             try {
                 for (int pass = 0; pass < 12; pass++) {
                     Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
                     assertConsistent(plan.status(), cluster, seed);
                     actOnPods(cluster, random);
+                    cluster.now = cluster.now.plusSeconds(random.nextInt(30)); // back-offs and deadlines come due
                     if (random.nextInt(4) == 0) {
                         mutate(cluster.job.getSpec(), random); // an edit while the job runs
                         cluster.job.getMetadata().setGeneration(cluster.job.getMetadata().getGeneration() + 1);

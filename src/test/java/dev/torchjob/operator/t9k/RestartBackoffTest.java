@@ -1,0 +1,91 @@
+package dev.torchjob.operator.t9k;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.api.RunMode;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
+
+/** The restart back-off through T9k's status: said, kept across operator restarts, and overruled by pause, deadline and finish. */
+class RestartBackoffTest {
+
+    static InMemoryCluster crashed(String runPolicy) {
+        InMemoryCluster cluster = FailureScenariosTest.running(runPolicy, "OnFailure");
+        cluster.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
+        cluster.exit("f-worker-0", 2);
+        cluster.settle();
+        return cluster;
+    }
+
+    @Test
+    void thePendingRestartIsInTheStatusAndHappensWhenDueEvenAfterAnOperatorRestart() {
+        InMemoryCluster cluster = crashed("{backoffLimit: 3}");
+        PyTorchTrainingJobStatus status = cluster.job.getStatus();
+        assertEquals(1, status.backoffCount);
+        assertEquals("2026-01-01T00:00:10Z", status.countedRestarts.get(0).restartAt);
+        JobCondition failure = FailureScenariosTest.condition(cluster, JobCondition.REPLICA_FAILURE);
+        assertTrue(failure.isTrue() && failure.message.contains("f-worker-0 at 2026-01-01T00:00:10Z"), failure.message);
+        assertEquals("Failed", cluster.pod("f-worker-0").getStatus().getPhase(), "the failed pod waits with its logs");
+        String oldUid = cluster.pod("f-worker-0").getMetadata().getUid();
+
+        // The operator is down until well after the due time; a new one reads the status and acts at once.
+        cluster.now = cluster.now.plusSeconds(300);
+        cluster.settle();
+        assertNotEquals(oldUid, cluster.pod("f-worker-0").getMetadata().getUid());
+        assertEquals(1, cluster.job.getStatus().backoffCount, "counted once");
+        assertEquals(1, cluster.job.getStatus().tasks.get(1).replicas.get(0).failuresInARow);
+    }
+
+    @Test
+    void theDueTimeIsWhenThePassIsScheduled() {
+        InMemoryCluster cluster = FailureScenariosTest.running("{backoffLimit: 3}", "OnFailure");
+        cluster.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
+        cluster.exit("f-worker-0", 2);
+        Plan<PyTorchTrainingJobStatus> counted = cluster.reconcile();
+        assertEquals(Duration.ofSeconds(10), counted.recheckAfter().orElseThrow(), "no event will come: the operator looks again when due");
+        assertTrue(counted.events().stream().anyMatch(e -> e.message().contains("back-off 10 s, new pod at 2026-01-01T00:00:10Z")),
+                counted.events().toString());
+    }
+
+    @Test
+    void pausingDuringABackOffDeletesTheFailedPodAndResumingStartsAfresh() {
+        InMemoryCluster cluster = crashed("{backoffLimit: 3}");
+        cluster.job.getSpec().runMode = new RunMode();
+        cluster.job.getSpec().runMode.pause = new RunMode.Pause();
+        cluster.job.getSpec().runMode.pause.enabled = true;
+        cluster.settle();
+        assertEquals(JobPhase.Paused, cluster.job.getStatus().phase);
+        assertTrue(cluster.pods.isEmpty());
+        cluster.job.getSpec().runMode.pause.enabled = false;
+        cluster.settle();
+        assertEquals(3, cluster.pods.size(), "resumed at once: the pause ended the pending restart");
+        assertEquals(1, cluster.job.getStatus().backoffCount);
+    }
+
+    @Test
+    void aDeadlineDuringABackOffFailsTheJob() {
+        InMemoryCluster cluster = crashed("{backoffLimit: 3, activeDeadlineSeconds: 5}");
+        cluster.now = cluster.now.plusSeconds(6);
+        cluster.settle();
+        assertEquals(JobPhase.Failed, cluster.job.getStatus().phase);
+        assertEquals("DeadlineExceeded", FailureScenariosTest.condition(cluster, JobCondition.FAILED).reason);
+    }
+
+    @Test
+    void theMasterSucceedingDuringABackOffEndsTheJob() {
+        InMemoryCluster cluster = crashed("{backoffLimit: 3}");
+        cluster.exit("f-master-0", 0);
+        cluster.settle();
+        assertEquals(JobPhase.Succeeded, cluster.job.getStatus().phase);
+        assertEquals(1, cluster.job.getStatus().backoffCount);
+    }
+}
