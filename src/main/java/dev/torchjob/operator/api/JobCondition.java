@@ -20,6 +20,8 @@ public class JobCondition {
     public static final String PAUSED = "Paused";
     /** True while the operator cannot apply its decision (the API server refuses a write); the message is the server's. */
     public static final String RECONCILE_ERROR = "ReconcileError";
+    /** True while an edit of the spec is refused: the job runs on status.lastValidSpec; the message names the field. */
+    public static final String SPEC_REJECTED = "SpecRejected";
 
     @JsonPropertyDescription("Initialized, Running, ReplicaFailure, Completed, Failed or Paused.")
     public String type;

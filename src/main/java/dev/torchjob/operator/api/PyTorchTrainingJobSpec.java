@@ -10,6 +10,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.fabric8.crd.generator.annotation.PreserveUnknownFields;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.generator.annotation.Required;
 import io.fabric8.generator.annotation.Size;
 import io.fabric8.generator.annotation.ValidationRule;
@@ -50,7 +51,9 @@ public class PyTorchTrainingJobSpec {
     @JsonPropertyDescription("Debug and pause modes.")
     public RunMode runMode;
 
+    // Open, as T9k documents it: {image: ..., trainingLogFilesets: [...]} and whatever else it grows.
     @PreserveUnknownFields
+    @SchemaFrom(type = OpenObject.class)
     @JsonPropertyDescription("Accepted and preserved for T9k compatibility; TensorBoard is not managed by this operator.")
     public Map<String, Object> tensorboardSpec;
 }

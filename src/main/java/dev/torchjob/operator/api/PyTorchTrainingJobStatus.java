@@ -4,10 +4,13 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
+import io.fabric8.crd.generator.annotation.PreserveUnknownFields;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.kubernetes.model.annotation.LabelSelector;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
@@ -49,4 +52,13 @@ public class PyTorchTrainingJobStatus {
 
     @JsonPropertyDescription("Restarts counted whose replacement pod has not been seen yet: the pod UIDs already counted, so a restart is counted exactly once even across operator restarts.")
     public List<CountedRestart> countedRestarts;
+
+    /**
+     * Kept as raw JSON, like the spec's pod templates: an edit the operator must refuse leaves the
+     * job running on this spec, and a job being restarted needs its templates.
+     */
+    @PreserveUnknownFields
+    @SchemaFrom(type = OpenObject.class)
+    @JsonPropertyDescription("The spec the job runs on: its spec as last accepted. An edit the operator refuses (see the SpecRejected condition) leaves the job running on this one.")
+    public Map<String, Object> lastValidSpec;
 }

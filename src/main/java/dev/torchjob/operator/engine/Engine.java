@@ -55,6 +55,7 @@ public final class Engine {
         private final Wording wording;
         private final RestartBackoff backoff;
         private final Map<String, Pod> pods;
+        private final Map<String, String> createdPods;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
         private final Instant now;
@@ -90,11 +91,12 @@ public final class Engine {
             this.wording = wording;
             this.backoff = backoff;
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
+            this.createdPods = observation.createdPods();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
             this.now = observation.now().truncatedTo(ChronoUnit.SECONDS);
             this.ledger = new RestartLedger(previous);
-            this.view = new ReplicaView(pods, previous, ledger);
+            this.view = new ReplicaView(pods, previous, ledger, createdPods);
             this.phase = previous.phase();
             this.startTime = previous.startTime();
             this.completionTime = previous.completionTime();
@@ -154,6 +156,8 @@ public final class Engine {
             for (ReplicaSlot slot : topology.slots()) {
                 Pod pod = pods.get(slot.podName());
                 ReplicaState before = previous.replica(slot.podName());
+                // The last pod this replica had: one this operator created may be newer than the status knows.
+                String lastUid = createdPods.getOrDefault(slot.podName(), before == null ? null : before.uid());
                 Optional<Instant> restartAt = ledger.restartAt(slot.podName()).filter(now::isBefore);
                 if (pod != null) {
                     if (ledger.isCounted(pod)) {
@@ -169,8 +173,8 @@ public final class Engine {
                             stopped.add(new Stopped(slot, ReplicaEnding.succeeded(pod), uidOf(pod), pod));
                         }
                     }
-                } else if (before != null && before.uid() != null && !ledger.isCounted(slot.podName(), before.uid())) {
-                    stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), before.uid(), null));
+                } else if (lastUid != null && !ledger.isCounted(slot.podName(), lastUid)) {
+                    stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), lastUid, null));
                 } else if (restartAt.isPresent()) {
                     recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
                 } else {

@@ -2,11 +2,21 @@ package dev.torchjob.operator.engine;
 
 import java.time.Instant;
 import java.util.Collection;
+import java.util.Map;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
-/** Everything a pass may know: the job (in its API's shape), what exists of it in the cluster, and the time. */
-public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now) {
+/**
+ * Everything a pass may know: the job (in its API's shape), what exists of it in the cluster, the
+ * time, and the pods this operator created whose UIDs the job's status may not hold yet (by name):
+ * a pod deleted before any status named it is still known to have existed.
+ */
+public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
+        Map<String, String> createdPods) {
+
+    public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now) {
+        this(job, pods, serviceExists, podGroup, now, Map.of());
+    }
 
     /** The gang scheduler's PodGroup of the job (T9k scheduler). */
     public enum PodGroupState {

@@ -21,10 +21,13 @@ final class ReplicaView {
     private final Map<String, String> failures = new LinkedHashMap<>();
     private final Map<String, Integer> failuresInARow = new LinkedHashMap<>();
 
-    ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger) {
+    private final Map<String, String> createdPods;
+
+    ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger, Map<String, String> createdPods) {
         this.pods = pods;
         this.previous = previous;
         this.ledger = ledger;
+        this.createdPods = createdPods;
     }
 
     void failed(ReplicaEnding ending) {
@@ -71,7 +74,7 @@ final class ReplicaView {
     private ReplicaState replica(String podName, boolean active) {
         Pod pod = pods.get(podName);
         ReplicaState before = previous.replica(podName);
-        String uidBefore = before == null ? null : before.uid();
+        String uidBefore = createdPods.getOrDefault(podName, before == null ? null : before.uid());
         String lastFailure = failures.getOrDefault(podName, before == null ? null : before.lastFailure());
         int inARow = failuresInARow.getOrDefault(podName, before == null ? 0 : before.failuresInARow());
         if (pod == null) {

@@ -40,6 +40,8 @@ import io.smallrye.mutiny.infrastructure.Infrastructure;
 public class PlanExecutor {
     private static final Logger LOG = Logger.getLogger(PlanExecutor.class);
     private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
+    /** The reason of a failed status write: the first step, so nothing of the plan was applied. */
+    static final String STATUS_STEP = "FailedStatusUpdate";
 
     @Inject
     KubernetesClient client;
@@ -52,6 +54,9 @@ public class PlanExecutor {
 
     @Inject
     JobMetrics metrics;
+
+    @Inject
+    CreatedPods createdPods;
 
     /**
      * Status written by server-side apply (as JOSDK operators do by default), or by update with
@@ -85,7 +90,11 @@ public class PlanExecutor {
                         () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create()))))));
         Set<String> created = ConcurrentHashMap.newKeySet();
         plan.podsToCreate().forEach(pod -> creates.add(call(() -> step("FailedCreatePod", "pod " + pod.getMetadata().getName(), () -> {
-            if (createIgnoringExisting(() -> seenByNextPass(job, context, Pod.class, client.pods().resource(pod).create()))) {
+            if (createIgnoringExisting(() -> {
+                Pod made = client.pods().resource(pod).create();
+                createdPods.created(ResourceID.fromResource(job), made);
+                seenByNextPass(job, context, Pod.class, made);
+            })) {
                 created.add(pod.getMetadata().getName());
             }
         }))));
@@ -118,7 +127,7 @@ public class PlanExecutor {
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
     public <S, J extends CustomResource<?, S>> void writeStatus(J job, S status, Context<J> context) {
-        step("FailedStatusUpdate", "status of " + job.getKind() + " " + job.getMetadata().getName(), () -> applyStatus(job, status, context));
+        step(STATUS_STEP, "status of " + job.getKind() + " " + job.getMetadata().getName(), () -> applyStatus(job, status, context));
     }
 
     private <S, J extends CustomResource<?, S>> void applyStatus(J job, S status, Context<J> context) {

@@ -3,6 +3,7 @@ package dev.torchjob.operator.reconciler;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
@@ -65,6 +66,11 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
     @Inject
     RestartBackoff restartBackoff;
 
+    @Inject
+    CreatedPods createdPods;
+
+    private static final Duration AFTER_CREATES = Duration.ofSeconds(2);
+
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
         return List.of(ownedBy(Pod.class, context), ownedBy(Service.class, context));
@@ -92,24 +98,34 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
-        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(
-                new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant()), restartBackoff);
+        ResourceID id = ResourceID.fromResource(job);
+        Plan<PyTorchTrainingJobStatus> plan = T9kPlanner.plan(new Observation<>(job, pods, serviceExists, podGroups.stateOf(job),
+                clock.instant(), createdPods.unseen(id, pods)), restartBackoff);
+        if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
+            createdPods.forget(id);
+        }
         LOG.debugf("job %s/%s: phase %s, create %d, delete %d, status changed %s", job.getMetadata().getNamespace(),
                 job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());
         try {
             executor.apply(job, plan, context);
         } catch (ApplyFailure e) {
-            // The status may just have been written: the condition goes on that one, never on an older one.
-            report(job, plan.statusChanged() ? plan.status() : job.getStatus(), e, context);
+            // The condition goes on the status the server holds: the plan's if it was written (never an
+            // older one, which would undo a counted restart), else the last one (writing the plan's
+            // status here would count a restart whose event this pass never sent).
+            boolean planStatusWritten = plan.statusChanged() && !PlanExecutor.STATUS_STEP.equals(e.reason());
+            report(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
             throw e;
         }
         // Applied in full: an error still on the job is over.
         T9kPlanner.withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null, clock.instant())
                 .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         UpdateControl<PyTorchTrainingJob> control = UpdateControl.noUpdate();
-        plan.recheckAfter().map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d)
-                .ifPresent(control::rescheduleAfter);
+        // Our own creates wake no pass (the informer's cache already shows them): look again shortly,
+        // so the status reports the new pods even if nothing happens to them.
+        Optional<Duration> recheck = plan.podsToCreate().isEmpty() ? plan.recheckAfter()
+                : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
+        recheck.map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d).ifPresent(control::rescheduleAfter);
         return control;
     }
 

@@ -5,6 +5,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -59,7 +60,10 @@ public final class T9kPlanner {
     }
 
     public static Plan<PyTorchTrainingJobStatus> plan(Observation<PyTorchTrainingJob> observation, RestartBackoff backoff) {
-        PyTorchTrainingJob job = observation.job();
+        PyTorchTrainingJob submitted = observation.job();
+        Optional<String> rejectedEdit = rejectedEdit(submitted);
+        // A refused edit of a job under way: the job goes on with the spec it had.
+        PyTorchTrainingJob job = rejectedEdit.isPresent() ? withLastValidSpec(submitted) : submitted;
         TrainingJob model = T9kModel.job(job);
         JobState before = T9kModel.state(job.getStatus());
         T9kWording wording = new T9kWording(job.getSpec());
@@ -69,6 +73,10 @@ public final class T9kPlanner {
         if (!before.planned() && model.problem().isEmpty()) {
             events.addAll(fieldsNotActedOn(job.getSpec()));
         }
+        JobCondition rejectedBefore = submitted.getStatus() == null ? null
+                : Conditions.find(submitted.getStatus().conditions, JobCondition.SPEC_REJECTED);
+        rejectedEdit.filter(problem -> rejectedBefore == null || !rejectedBefore.isTrue() || !problem.equals(rejectedBefore.message))
+                .ifPresent(problem -> events.add(JobEvent.warning(JobCondition.SPEC_REJECTED, problem)));
         events.addAll(decision.events());
         List<Pod> pods = new ArrayList<>();
         Service service = null;
@@ -89,10 +97,69 @@ public final class T9kPlanner {
 
         PyTorchTrainingJobStatus previous = job.getStatus() == null ? new PyTorchTrainingJobStatus() : job.getStatus();
         PyTorchTrainingJobStatus next = status(job, previous, decision, wording);
+        specInForce(next, submitted, model, rejectedEdit, rejectedBefore, decision.decidedAt());
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), Optional.ofNullable(service),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
                 decision.podsCreated(), decision.restarts(), decision.recheckAfter());
+    }
+
+    /**
+     * The problem with an edit of a job under way that the operator must refuse (the API server could
+     * not check it): a job that has a last valid spec and has not finished keeps running on it.
+     */
+    private static Optional<String> rejectedEdit(PyTorchTrainingJob job) {
+        PyTorchTrainingJobStatus status = job.getStatus();
+        if (status == null || status.lastValidSpec == null || status.phase == null || status.phase.isTerminal()) {
+            return Optional.empty();
+        }
+        return SpecValidator.problemWith(job).map(problem -> problem + "; the job goes on with its last valid spec "
+                + "(status.lastValidSpec) until the spec is fixed");
+    }
+
+    private static PyTorchTrainingJob withLastValidSpec(PyTorchTrainingJob job) {
+        PyTorchTrainingJob effective = new PyTorchTrainingJob();
+        effective.setMetadata(job.getMetadata());
+        effective.setStatus(job.getStatus());
+        effective.setSpec(JSON.convertValue(job.getStatus().lastValidSpec, PyTorchTrainingJobSpec.class));
+        return effective;
+    }
+
+    /** status.lastValidSpec follows every accepted spec while the job is under way; SpecRejected says when an edit is refused. */
+    private static void specInForce(PyTorchTrainingJobStatus next, PyTorchTrainingJob submitted, TrainingJob model,
+            Optional<String> rejectedEdit, JobCondition rejectedBefore, Instant now) {
+        if (next.phase != null && next.phase.isTerminal()) {
+            next.lastValidSpec = null; // nothing will be built from it again
+        } else if (rejectedEdit.isEmpty() && model.problem().isEmpty()) {
+            next.lastValidSpec = asStored(submitted.getSpec());
+        }
+        if (rejectedEdit.isPresent() || rejectedBefore != null) {
+            JobCondition condition = new JobCondition(JobCondition.SPEC_REJECTED, rejectedEdit.isPresent(),
+                    rejectedEdit.isPresent() ? "InvalidSpec" : "SpecAccepted",
+                    rejectedEdit.orElse("The job runs on its spec as written."));
+            condition.lastTransitionTime = rejectedBefore != null && rejectedBefore.isTrue() == rejectedEdit.isPresent()
+                    ? rejectedBefore.lastTransitionTime : now.toString();
+            int at = next.conditions.indexOf(next.conditions.stream()
+                    .filter(c -> JobCondition.SPEC_REJECTED.equals(c.type)).findFirst().orElse(null));
+            if (at >= 0) {
+                next.conditions.set(at, condition);
+            } else {
+                next.conditions.add(condition);
+            }
+        }
+    }
+
+    /**
+     * The spec as the API server will hand it back: through JSON text, so numbers come back as the
+     * same types and an unchanged spec compares equal (no status write for it).
+     */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> asStored(PyTorchTrainingJobSpec spec) {
+        try {
+            return JSON.readValue(JSON.writeValueAsString(spec), Map.class);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("a spec that was read cannot be written back: " + e.getMessage(), e);
+        }
     }
 
     /** The engine's next state in T9k's status; fields the engine does not own are kept as they were. */

@@ -58,6 +58,8 @@ class EngineTest {
         JobState state = JobState.NEW;
         RestartBackoff backoff = RestartBackoff.NONE;
         Instant now = T0;
+        /** Pods created by the last pass, by name: what the operator knows before any pass sees them. */
+        final Map<String, String> created = new LinkedHashMap<>();
         final Map<String, Pod> pods = new LinkedHashMap<>();
         int uids;
 
@@ -73,12 +75,16 @@ class EngineTest {
         }
 
         Decision pass() {
+            Map<String, String> unseen = new LinkedHashMap<>(created);
+            unseen.keySet().removeIf(name -> pods.containsKey(name) && pods.get(name).getMetadata().getUid().equals(unseen.get(name)));
+            created.clear();
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
-                    PodGroupState.NOT_NEEDED, now), WORDING, backoff);
+                    PodGroupState.NOT_NEEDED, now, unseen), WORDING, backoff);
             state = decision.state();
             decision.podsToDelete().forEach(d -> pods.remove(d.name()));
             for (Decision.PodRequest request : decision.podsToCreate()) {
                 String name = request.slot().podName();
+                created.put(name, "uid-" + (uids + 1));
                 pods.put(name, new PodBuilder().withNewMetadata().withName(name).withUid("uid-" + ++uids)
                         .addNewOwnerReference().withController(true).withUid("job-uid").endOwnerReference().endMetadata()
                         .withNewSpec().addNewContainer().withName("pytorch").endContainer().endSpec()
@@ -186,5 +192,20 @@ class EngineTest {
         assertTrue(counted.podsToCreate().isEmpty());
         run.now = run.now.plusSeconds(10);
         assertEquals(List.of("j-worker-0"), run.pass().podsToCreate().stream().map(r -> r.slot().podName()).toList());
+    }
+
+    @Test
+    void aPodDeletedBeforeAnyPassSawItIsCountedAsARestart() {
+        Run run = new Run(1, 3);
+        run.pass();
+        run.pass(); // the status names the first pods
+        run.fail("j-worker-0", 1);
+        run.pass(); // counted, deleted
+        run.pass(); // the new pod is created...
+        run.pods.remove("j-worker-0"); // ...and deleted by someone before any pass saw it
+        Decision decision = run.pass();
+        assertEquals(2, decision.state().backoffCount(), "the pod the status never named is counted too");
+        assertTrue(decision.events().stream().anyMatch(e -> e.message().contains("pod j-worker-0 was deleted")));
+        assertEquals(List.of("j-worker-0"), decision.podsToCreate().stream().map(r -> r.slot().podName()).toList());
     }
 }

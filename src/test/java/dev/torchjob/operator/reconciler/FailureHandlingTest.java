@@ -104,6 +104,30 @@ class FailureHandlingTest {
     }
 
     @Test
+    void anInvalidEditOfARunningJobIsRefusedAndTheJobKeepsRunningUntilItIsFixed() {
+        OperatorHarness cluster = running(client, "invalid-edit", "OnFailure", "{backoffLimit: 3}");
+        var template = cluster.job("j").getSpec().replicaSpecs.get(1).template;
+        client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j").edit(j -> {
+            j.getSpec().replicaSpecs.get(1).template = java.util.Map.of("spec", java.util.Map.of("containers", List.of()));
+            return j;
+        });
+        PyTorchTrainingJob refused = cluster.awaitJob("j", j -> j.getStatus().conditions.stream()
+                .anyMatch(c -> "SpecRejected".equals(c.type) && c.isTrue()));
+        assertEquals(JobPhase.Running, refused.getStatus().phase);
+        assertTrue(cluster.condition("j", "SpecRejected").message.contains("spec.replicaSpecs[1].template.spec.containers"));
+        cluster.awaitEvent("SpecRejected", "spec.replicaSpecs[1].template.spec.containers");
+        assertEquals(3, cluster.pods().size(), "nothing was deleted");
+
+        client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j").edit(j -> {
+            j.getSpec().replicaSpecs.get(1).template = template;
+            return j;
+        });
+        cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> "SpecRejected".equals(c.type) && !c.isTrue()));
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitPhase("j", JobPhase.Succeeded);
+    }
+
+    @Test
     void neverFailsTheJobAtTheFirstFailure() {
         OperatorHarness cluster = running(client, "never", "Never", "{backoffLimit: 3}");
         cluster.kubelet.exit("j-worker-1", 2);
