@@ -1,6 +1,7 @@
 package dev.torchjob.operator.t9k;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -87,5 +88,25 @@ class RestartBackoffTest {
         cluster.settle();
         assertEquals(JobPhase.Succeeded, cluster.job.getStatus().phase);
         assertEquals(1, cluster.job.getStatus().backoffCount);
+    }
+
+    @Test
+    void scalingDownAReplicaThatWaitsItsBackOffRemovesItAndItsPendingRestart() {
+        InMemoryCluster cluster = ElasticScalingTest.elastic(3);
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
+        cluster.exit("el-node-2", 1);
+        cluster.settle();
+        assertEquals(1, cluster.job.getStatus().countedRestarts.size(), "waiting its back-off");
+
+        ElasticScalingTest.expect(cluster, 2);
+        assertEquals(java.util.List.of("el-node-0", "el-node-1"), java.util.List.copyOf(cluster.pods.keySet()));
+        assertEquals(null, cluster.job.getStatus().countedRestarts, "nothing is left to restart");
+        assertFalse(FailureScenariosTest.condition(cluster, JobCondition.REPLICA_FAILURE).isTrue());
+        cluster.now = cluster.now.plusSeconds(60);
+        cluster.settle();
+        assertEquals(2, cluster.pods.size(), "the removed replica does not come back when its back-off ends");
     }
 }
