@@ -161,7 +161,7 @@ class EngineTest {
     void aCrashLoopingReplicaWaitsLongerAtEachFailureAndFromTheStartAgainAfterALongRun() {
         Run run = new Run(1, 10);
         run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(10));
-        run.pass();
+        run.pass(); // one worker, ten restarts, a back-off capped at 30 s
         for (long expected : new long[] {10, 20, 30, 30}) {
             run.fail("j-worker-0", 2);
             Decision counted = run.pass();
@@ -185,7 +185,7 @@ class EngineTest {
         Run run = new Run(1, 10);
         run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
         run.pass();
-        run.pass(); // the status records the pods' UIDs
+        run.pass(); // the status now names the pods' UIDs: a missing pod is one that vanished
         run.pods.remove("j-worker-0");
         Decision counted = run.pass();
         assertEquals(1, counted.state().backoffCount());

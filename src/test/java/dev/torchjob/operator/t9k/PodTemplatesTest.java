@@ -109,7 +109,7 @@ class PodTemplatesTest {
 
     @Test
     void theTrainingContainerLeavesItsLastLogLinesWhenItFailsUnlessTheUserChoseOtherwise() {
-        Pod pod = firstPods("""
+        Map<String, Pod> pods = firstPods("""
                 metadata: {name: logs}
                 spec:
                   replicaSpecs:
@@ -124,20 +124,12 @@ class PodTemplatesTest {
                       spec:
                         containers:
                         - {name: python, image: torch, terminationMessagePolicy: File}
-                """).values().stream().filter(p -> p.getMetadata().getName().startsWith("logs-worker")).findFirst().orElseThrow();
-        assertEquals("FallbackToLogsOnError", pod.getSpec().getContainers().get(1).getTerminationMessagePolicy());
-        assertNull(pod.getSpec().getContainers().get(0).getTerminationMessagePolicy(), "only the training container");
-        Pod ps = firstPods("""
-                metadata: {name: logs}
-                spec:
-                  replicaSpecs:
-                  - type: ps
-                    template:
-                      spec:
-                        containers:
-                        - {name: python, image: torch, terminationMessagePolicy: File}
-                """).get("logs-ps-0");
-        assertEquals("File", ps.getSpec().getContainers().get(0).getTerminationMessagePolicy(), "the user's choice is kept");
+                """);
+        Pod worker = pods.get("logs-worker-0");
+        assertEquals("FallbackToLogsOnError", worker.getSpec().getContainers().get(1).getTerminationMessagePolicy());
+        assertNull(worker.getSpec().getContainers().get(0).getTerminationMessagePolicy(), "only the training container");
+        assertEquals("File", pods.get("logs-ps-0").getSpec().getContainers().get(0).getTerminationMessagePolicy(),
+                "the user's choice is kept");
     }
 
     @Test
