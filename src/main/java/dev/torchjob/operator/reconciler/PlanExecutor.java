@@ -27,7 +27,6 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
-import io.smallrye.mutiny.CompositeException;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 
@@ -197,20 +196,37 @@ public class PlanExecutor {
         }
     }
 
-    /** Runs the calls concurrently on Mutiny's worker pool and waits for all; the first failure is rethrown, the others suppressed in it. */
+    /**
+     * Runs the calls concurrently on Mutiny's worker pool and waits for all. The first failure in the
+     * order of the calls (the plan's order) is rethrown with the others suppressed in it: the same
+     * refusals give the same report, pass after pass.
+     */
     private static void inParallel(List<Uni<Void>> calls) {
         if (calls.isEmpty()) {
             return;
         }
-        List<Uni<Void>> onWorkers = calls.stream()
-                .map(call -> call.runSubscriptionOn(Infrastructure.getDefaultWorkerPool()))
-                .toList();
-        try {
-            Uni.join().all(onWorkers).andCollectFailures().await().atMost(API_TIMEOUT);
-        } catch (CompositeException e) {
-            List<Throwable> causes = e.getCauses();
-            RuntimeException first = causes.get(0) instanceof RuntimeException r ? r : new IllegalStateException(causes.get(0));
-            causes.stream().skip(1).forEach(first::addSuppressed);
+        Throwable[] failures = new Throwable[calls.size()];
+        List<Uni<Void>> onWorkers = new ArrayList<>();
+        for (int i = 0; i < calls.size(); i++) {
+            int index = i;
+            onWorkers.add(calls.get(i).onFailure().recoverWithItem(failure -> {
+                failures[index] = failure;
+                return null;
+            }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool()));
+        }
+        Uni.join().all(onWorkers).andFailFast().await().atMost(API_TIMEOUT);
+        RuntimeException first = null;
+        for (Throwable failure : failures) {
+            if (failure == null) {
+                continue;
+            }
+            if (first == null) {
+                first = failure instanceof RuntimeException r ? r : new IllegalStateException(failure);
+            } else {
+                first.addSuppressed(failure);
+            }
+        }
+        if (first != null) {
             throw first;
         }
     }

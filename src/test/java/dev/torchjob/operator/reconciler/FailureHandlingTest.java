@@ -21,6 +21,9 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
+import io.quarkus.test.kubernetes.client.KubernetesServer;
+import io.quarkus.test.kubernetes.client.KubernetesTestServer;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /** Spec §5 and §6 end to end: the operator against the mock API server, the test as kubelet. */
@@ -29,6 +32,9 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 class FailureHandlingTest {
     @Inject
     KubernetesClient client;
+
+    @KubernetesTestServer
+    KubernetesServer server;
 
     static OperatorHarness running(KubernetesClient client, String namespace, String policy, String runPolicy) {
         return new OperatorHarness(client, namespace).runJob(policy, runPolicy);
@@ -125,6 +131,26 @@ class FailureHandlingTest {
         cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> "SpecRejected".equals(c.type) && !c.isTrue()));
         cluster.kubelet.exit("j-master-0", 0);
         cluster.awaitPhase("j", JobPhase.Succeeded);
+    }
+
+    @Test
+    void podCreatesRefusedByTheApiServerAreReportedOnceAndRetriedUntilTheyWork() {
+        // The API server refuses the first six pod creates (two passes of three), as an admission webhook might.
+        server.expect().post().withPath("/api/v1/namespaces/refused/pods").andReturn(403, new StatusBuilder().withCode(403)
+                .withReason("Forbidden").withMessage("pods is forbidden: denied by the team's admission policy").build()).times(6);
+        OperatorHarness cluster = new OperatorHarness(client, "refused");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        PyTorchTrainingJob refused = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue()));
+        var error = refused.getStatus().conditions.stream().filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
+        assertEquals("FailedCreatePod", error.reason);
+        assertEquals("pod j-master-0: pods is forbidden: denied by the team's admission policy", error.message);
+
+        cluster.awaitPods(3); // the retries go on until the API server takes them
+        cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> "ReconcileError".equals(c.type) && !c.isTrue()));
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(),
+                "one event for the same error, however often it was met");
+        cluster.awaitEvent("PodsCreated", "j-master-0");
     }
 
     @Test
