@@ -1,6 +1,7 @@
 package dev.torchjob.operator.api;
 
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 
 import io.fabric8.crd.generator.annotation.AdditionalPrinterColumn;
 import io.fabric8.crd.generator.annotation.PrinterColumnFormat;
@@ -60,6 +61,19 @@ public class PyTorchTrainingJob extends CustomResource<PyTorchTrainingJobSpec, P
     @JsonPropertyDescription("What the operator observed and decided: phase, conditions, replicas by type, restarts counted against the budget. Written only by the operator.")
     public PyTorchTrainingJobStatus getStatus() {
         return super.getStatus();
+    }
+
+    // Read leniently: a value the types cannot hold fails this job alone, not the informer (Unreadable).
+    @Override
+    @JsonDeserialize(using = PyTorchTrainingJobSpec.Reader.class)
+    public void setSpec(PyTorchTrainingJobSpec spec) {
+        super.setSpec(spec);
+    }
+
+    @Override
+    @JsonDeserialize(using = PyTorchTrainingJobStatus.Reader.class)
+    public void setStatus(PyTorchTrainingJobStatus status) {
+        super.setStatus(status);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
@@ -56,4 +57,20 @@ public class PyTorchTrainingJobSpec {
     @SchemaFrom(type = OpenObject.class)
     @JsonPropertyDescription("Accepted and preserved for T9k compatibility; TensorBoard is not managed by this operator.")
     public Map<String, Object> tensorboardSpec;
+
+    /** Set when the stored spec could not be read into these types: which field, and why. Never stored. */
+    @JsonIgnore
+    public String unreadable;
+
+    /** Reads a spec, or an empty one that names the field it could not read. */
+    @RegisterForReflection
+    public static class Reader extends Unreadable<PyTorchTrainingJobSpec> {
+        public Reader() {
+            super(PyTorchTrainingJobSpec.class, "spec", problem -> {
+                PyTorchTrainingJobSpec spec = new PyTorchTrainingJobSpec();
+                spec.unreadable = problem;
+                return spec;
+            });
+        }
+    }
 }

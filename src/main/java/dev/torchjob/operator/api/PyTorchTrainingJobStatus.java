@@ -1,5 +1,6 @@
 package dev.torchjob.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
@@ -61,4 +62,20 @@ public class PyTorchTrainingJobStatus {
     @SchemaFrom(type = OpenObject.class)
     @JsonPropertyDescription("The spec the job runs on: its spec as last accepted. An edit the operator refuses (see the SpecRejected condition) leaves the job running on this one.")
     public Map<String, Object> lastValidSpec;
+
+    /** Set when the stored status could not be read into these types: which field, and why. Never stored. */
+    @JsonIgnore
+    public String unreadable;
+
+    /** Reads a status, or an empty one that names the field it could not read. */
+    @RegisterForReflection
+    public static class Reader extends Unreadable<PyTorchTrainingJobStatus> {
+        public Reader() {
+            super(PyTorchTrainingJobStatus.class, "status", problem -> {
+                PyTorchTrainingJobStatus status = new PyTorchTrainingJobStatus();
+                status.unreadable = problem;
+                return status;
+            });
+        }
+    }
 }

@@ -41,6 +41,8 @@ public class PlanExecutor {
     private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
     /** The reason of a failed status write: the first step, so nothing of the plan was applied. */
     static final String STATUS_STEP = "FailedStatusUpdate";
+    /** The most API calls one job has in flight: creates, or deletes with the events. */
+    static final int MAX_CALLS_AT_ONCE = 32;
 
     @Inject
     KubernetesClient client;
@@ -83,26 +85,50 @@ public class PlanExecutor {
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
         plan.podGroupToCreate().ifPresent(podGroup -> step("FailedCreatePodGroup", "PodGroup " + podGroup.getMetadata().getName(),
                 () -> createIgnoringExisting(() -> podGroups.create(podGroup))));
-        List<Uni<Void>> creates = new ArrayList<>();
-        plan.serviceToCreate().ifPresent(service -> creates.add(call(() -> step("FailedCreateService",
-                "Service " + service.getMetadata().getName(), () -> createIgnoringExisting(
-                        () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create()))))));
+        Uni<Void> service = plan.serviceToCreate().map(s -> call(() -> step("FailedCreateService", "Service " + s.getMetadata().getName(),
+                () -> createIgnoringExisting(() -> seenByNextPass(job, context, Service.class, client.services().resource(s).create())))))
+                .orElse(null);
         Set<String> created = ConcurrentHashMap.newKeySet();
-        plan.podsToCreate().forEach(pod -> creates.add(call(() -> step("FailedCreatePod", "pod " + pod.getMetadata().getName(), () -> {
-            if (createIgnoringExisting(() -> {
-                Pod made = client.pods().resource(pod).create();
-                createdPods.created(ResourceID.fromResource(job), made);
-                seenByNextPass(job, context, Pod.class, made);
-            })) {
-                created.add(pod.getMetadata().getName());
-            }
-        }))));
+        List<Uni<Void>> podCreates = plan.podsToCreate().stream().map(pod -> call(() -> step("FailedCreatePod",
+                "pod " + pod.getMetadata().getName(), () -> {
+                    if (createIgnoringExisting(() -> {
+                        Pod made = client.pods().resource(pod).create();
+                        createdPods.created(ResourceID.fromResource(job), made);
+                        seenByNextPass(job, context, Pod.class, made);
+                    })) {
+                        created.add(pod.getMetadata().getName());
+                    }
+                }))).toList();
         try {
-            inParallel(creates);
+            inSlowStartBatches(service, podCreates);
         } finally {
             // Only the pods this pass did create are reported: not those refused, nor those that existed.
             plan.podsCreated().filter(report -> !created.isEmpty()).ifPresent(report -> events.record(job, report.event(
                     plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).filter(created::contains).toList())));
+        }
+    }
+
+    /**
+     * Pod creates in batches of 1, 2, 4, … up to {@link #MAX_CALLS_AT_ONCE}, the Service with the
+     * first; a batch with a refusal ends the pass. So a job whose pods the API server refuses costs
+     * one refused call per pass, not one per replica, and no job holds more than a bounded share of
+     * the client while others wait (the Kubernetes Job controller creates pods the same way).
+     */
+    private static void inSlowStartBatches(Uni<Void> service, List<Uni<Void>> podCreates) {
+        int next = 0;
+        int batch = 1;
+        boolean first = true;
+        while (next < podCreates.size() || (first && service != null)) {
+            List<Uni<Void>> calls = new ArrayList<>();
+            if (first && service != null) {
+                calls.add(service);
+            }
+            int end = Math.min(podCreates.size(), next + batch);
+            calls.addAll(podCreates.subList(next, end));
+            inParallel(calls);
+            next = end;
+            batch = Math.min(batch * 2, MAX_CALLS_AT_ONCE);
+            first = false;
         }
     }
 
@@ -197,7 +223,7 @@ public class PlanExecutor {
     }
 
     /**
-     * Runs the calls concurrently on Mutiny's worker pool and waits for all. The first failure in the
+     * Runs the calls concurrently on Mutiny's worker pool, a bounded number at a time, and waits for all. The first failure in the
      * order of the calls (the plan's order) is rethrown with the others suppressed in it: the same
      * refusals give the same report, pass after pass.
      */
@@ -214,7 +240,7 @@ public class PlanExecutor {
                 return null;
             }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool()));
         }
-        Uni.join().all(onWorkers).andFailFast().await().atMost(API_TIMEOUT);
+        Uni.join().all(onWorkers).usingConcurrencyOf(MAX_CALLS_AT_ONCE).andFailFast().await().atMost(API_TIMEOUT);
         RuntimeException first = null;
         for (Throwable failure : failures) {
             if (failure == null) {

@@ -95,6 +95,13 @@ public class PyTorchTrainingJobReconciler implements Reconciler<PyTorchTrainingJ
 
     @Override
     public UpdateControl<PyTorchTrainingJob> reconcile(PyTorchTrainingJob job, Context<PyTorchTrainingJob> context) {
+        if (job.getStatus() != null && job.getStatus().unreadable != null) {
+            // Planning from an empty status would count restarts again and could undo an outcome: the job is
+            // left as it is, and its events say why.
+            events.record(job, Plan.JobEvent.warning("StatusUnreadable", job.getStatus().unreadable
+                    + "; the operator leaves this job alone until its status can be read"));
+            return UpdateControl.noUpdate();
+        }
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));

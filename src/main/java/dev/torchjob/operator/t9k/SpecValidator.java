@@ -36,6 +36,9 @@ public final class SpecValidator {
                     + "starting with a letter) because it names the job's Service; rename the job");
         }
         PyTorchTrainingJobSpec spec = job.getSpec();
+        if (spec != null && spec.unreadable != null) {
+            return Optional.of(spec.unreadable + "; the API server holds a value this operator's CRD does not allow: set the field anew");
+        }
         if (spec == null || spec.replicaSpecs == null || spec.replicaSpecs.isEmpty()) {
             return Optional.of("spec.replicaSpecs must have at least one entry");
         }

@@ -239,33 +239,44 @@ class ApiServerContractIT {
     }
 
     /**
-     * A job stored while the CRD had no bound (an older CRD, or one edited by hand) with a value the
-     * operator's int cannot hold: the informer that reads every job keeps reading, that job fails
-     * InvalidSpec naming the field, and a job submitted next to it runs.
+     * Jobs stored while the CRD was looser (an older CRD, or one edited by hand) with a value the
+     * operator's types cannot hold: the informer that reads every job keeps reading, each such job
+     * fails InvalidSpec naming the field, and a job submitted next to them runs.
      */
     @Test
-    void aJobStoredBeyondTheBoundsFailsAloneAndTheOthersCarryOn() {
+    void jobsStoredBeyondTheSchemaFailAloneAndTheOthersCarryOn() {
         OperatorHarness cluster = install.harness("unreadable");
-        String replicasMaximum = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/replicaSpecs/items/properties/replicas/maximum";
-        kubectl.run("patch", "crd", "pytorchtrainingjobs.batch.tensorstack.dev", "--type=json",
-                "-p", "[{\"op\": \"remove\", \"path\": \"" + replicasMaximum + "\"}]").orFail();
+        String properties = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+        kubectl.run("patch", "crd", "pytorchtrainingjobs.batch.tensorstack.dev", "--type=json", "-p", """
+                [{"op": "remove", "path": "%1$s/replicaSpecs/items/properties/replicas/maximum"},
+                 {"op": "replace", "path": "%1$s/runPolicy/properties/backoffLimit",
+                  "value": {"x-kubernetes-int-or-string": true, "description": "loosened by the test"}}]
+                """.formatted(properties)).orFail();
         try {
             GenericKubernetesResource huge = Serialization.unmarshal(job("huge", "runPolicy: {backoffLimit: 1}")
                     .replace("  - type: worker\n", "  - type: worker\n    replicas: 2147483648\n"), GenericKubernetesResource.class);
+            GenericKubernetesResource wordy = Serialization.unmarshal(job("wordy", "runPolicy: {backoffLimit: three}"),
+                    GenericKubernetesResource.class);
             // The API server takes the loosened schema a moment later.
-            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).ignoreExceptions()
-                    .until(() -> admin.genericKubernetesResources(JOBS).inNamespace(cluster.namespace).resource(huge).create() != null);
+            for (GenericKubernetesResource job : List.of(huge, wordy)) {
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).ignoreExceptions()
+                        .until(() -> admin.genericKubernetesResources(JOBS).inNamespace(cluster.namespace).resource(job).create() != null);
+            }
         } finally {
             kubectl.run("apply", "--server-side", "--force-conflicts", "--field-manager=platform-team", "-f", "kubernetes/crd/").orFail();
         }
         cluster.submit(job("ok", "runPolicy: {backoffLimit: 1}"));
         cluster.awaitPodNames("ok-worker-0");
-        PyTorchTrainingJob failed = cluster.awaitPhase("huge", JobPhase.Failed);
-        assertEquals("InvalidSpec", cluster.condition("huge", "Failed").reason);
-        assertTrue(cluster.condition("huge", "Failed").message
-                .contains("spec.replicaSpecs[0].replicas must be at most 1000 (found 2147483647 or more)"), cluster.condition("huge", "Failed").message);
-        assertTrue(failed.getStatus().tasks.isEmpty(), "nothing was built per replica");
-        assertTrue(cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith("huge-")));
+        Map<String, String> expected = Map.of(
+                "huge", "spec.replicaSpecs[0].replicas must be at most 1000 (found 2147483647 or more)",
+                "wordy", "spec.runPolicy.backoffLimit cannot be read: ");
+        expected.forEach((name, message) -> {
+            PyTorchTrainingJob failed = cluster.awaitPhase(name, JobPhase.Failed);
+            assertEquals("InvalidSpec", cluster.condition(name, "Failed").reason);
+            assertTrue(cluster.condition(name, "Failed").message.contains(message), cluster.condition(name, "Failed").message);
+            assertTrue(failed.getStatus().tasks.isEmpty(), "nothing was built per replica");
+            assertTrue(cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith(name + "-")));
+        });
         admin.namespaces().withName(cluster.namespace).delete();
     }
 

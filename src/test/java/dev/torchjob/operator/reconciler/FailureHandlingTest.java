@@ -21,6 +21,7 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import java.util.concurrent.TimeUnit;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.quarkus.test.kubernetes.client.KubernetesServer;
 import io.quarkus.test.kubernetes.client.KubernetesTestServer;
@@ -134,10 +135,10 @@ class FailureHandlingTest {
     }
 
     @Test
-    void podCreatesRefusedByTheApiServerAreReportedOnceAndRetriedUntilTheyWork() {
-        // The API server refuses the first six pod creates (two passes of three), as an admission webhook might.
+    void podCreatesRefusedByTheApiServerAreReportedOnceAndRetriedUntilTheyWork() throws InterruptedException {
+        // The API server refuses the first two pod creates, as an admission webhook might.
         server.expect().post().withPath("/api/v1/namespaces/refused/pods").andReturn(403, new StatusBuilder().withCode(403)
-                .withReason("Forbidden").withMessage("pods is forbidden: denied by the team's admission policy").build()).times(6);
+                .withReason("Forbidden").withMessage("pods is forbidden: denied by the team's admission policy").build()).times(2);
         OperatorHarness cluster = new OperatorHarness(client, "refused");
         cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
         PyTorchTrainingJob refused = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
@@ -151,6 +152,19 @@ class FailureHandlingTest {
         assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(),
                 "one event for the same error, however often it was met");
         cluster.awaitEvent("PodsCreated", "j-master-0");
+        // Creates start with one pod and double while the API server takes them: a pass that is refused
+        // costs one call, not one per replica.
+        assertEquals(2 + 3, podCreatesSent("/api/v1/namespaces/refused/pods"), "two refused creates, then one per replica");
+    }
+
+    private int podCreatesSent(String path) throws InterruptedException {
+        int count = 0;
+        for (var request = server.getKubernetesMockServer().takeRequest(1, TimeUnit.SECONDS); request != null; request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS)) {
+            if ("POST".equals(request.getMethod()) && path.equals(request.getPath())) {
+                count++;
+            }
+        }
+        return count;
     }
 
     @Test
