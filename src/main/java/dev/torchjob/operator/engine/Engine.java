@@ -39,6 +39,10 @@ import io.fabric8.kubernetes.api.model.Pod;
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
     public static final Duration ADMISSION_RECHECK = Duration.ofSeconds(60);
+    /** activeDeadlineSeconds beyond this (about 100 years) counts as this. */
+    static final Duration MAX_DEADLINE = Duration.ofDays(36_525);
+    /** The furthest a pass asks to be woken: every job is looked at again within this anyway. */
+    static final Duration MAX_RECHECK = Duration.ofMinutes(10);
 
     private Engine() {
     }
@@ -261,7 +265,7 @@ public final class Engine {
 
         /** Look again at this time (or earlier, if something else asked so): nothing else would say it is time. */
         private void recheckAt(Instant when) {
-            Duration in = Duration.between(now, when);
+            Duration in = Duration.between(now, when.isAfter(now.plus(MAX_RECHECK)) ? now.plus(MAX_RECHECK) : when);
             if (recheckAfter == null || in.compareTo(recheckAfter) < 0) {
                 recheckAfter = in;
             }
@@ -426,7 +430,9 @@ public final class Engine {
 
         private Optional<Instant> deadline() {
             Long seconds = job.runPolicy().activeDeadlineSeconds();
-            return seconds == null || startTime == null ? Optional.empty() : Optional.of(startTime.plusSeconds(seconds));
+            // A deadline centuries away is no deadline, and must not overflow the clock.
+            return seconds == null || startTime == null ? Optional.empty()
+                    : Optional.of(startTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
         }
 
         private void deleteUnlessTerminating(Pod pod, DeletionReason reason) {
