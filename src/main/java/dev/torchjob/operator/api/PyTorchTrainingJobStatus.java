@@ -18,7 +18,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class PyTorchTrainingJobStatus {
+public class PyTorchTrainingJobStatus implements Unreadable.Part {
 
     @JsonPropertyDescription("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.")
     public JobPhase phase;
@@ -63,17 +63,32 @@ public class PyTorchTrainingJobStatus {
     @JsonPropertyDescription("The spec the job runs on: its spec as last accepted. An edit the operator refuses (see the SpecRejected condition) leaves the job running on this one.")
     public Map<String, Object> lastValidSpec;
 
-    /** Set when the stored status could not be read into these types: which field, and why. Never stored. */
+    /** Set when the stored status could not be read into these types: which field, and why. */
     @JsonIgnore
     public String unreadable;
+
+    /** What the API server holds, when it could not be read: written back as it was. */
+    @JsonIgnore
+    public com.fasterxml.jackson.databind.JsonNode stored;
+
+    @Override
+    public String unreadable() {
+        return unreadable;
+    }
+
+    @Override
+    public com.fasterxml.jackson.databind.JsonNode stored() {
+        return stored;
+    }
 
     /** Reads a status, or an empty one that names the field it could not read. */
     @RegisterForReflection
     public static class Reader extends Unreadable<PyTorchTrainingJobStatus> {
         public Reader() {
-            super(PyTorchTrainingJobStatus.class, "status", problem -> {
+            super(PyTorchTrainingJobStatus.class, "status", (problem, stored) -> {
                 PyTorchTrainingJobStatus status = new PyTorchTrainingJobStatus();
                 status.unreadable = problem;
+                status.stored = stored;
                 return status;
             });
         }

@@ -1,29 +1,49 @@
 package dev.torchjob.operator.api;
 
 import java.io.IOException;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.databind.BeanDescription;
 import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.Module;
+import com.fasterxml.jackson.databind.SerializationConfig;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.BeanSerializerModifier;
+import com.fasterxml.jackson.databind.ser.ResolvableSerializer;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
 
 /**
  * Reads the spec or status of a job so that a value the Java types cannot hold (a job stored under
  * an older or hand-edited CRD, say) never fails the read: one such job would otherwise stop the
  * informer that reads every job. The part is read as an empty one that names the field it could
- * not read; the adapter then fails that job alone, saying which field.
+ * not read; the adapter then fails that job alone, saying which field. Written out again, such a
+ * part is what was stored, so a copy (JOSDK hands the reconciler one) reads the same way.
  *
  * @param <T> the spec or status type
  */
-public abstract class Unreadable<T> extends StdDeserializer<T> {
+public abstract class Unreadable<T extends Unreadable.Part> extends StdDeserializer<T> {
     private static final int MAX_MESSAGE = 300;
     private final Class<T> type;
     private final String part;
-    private final Function<String, T> unreadable;
+    private final BiFunction<String, JsonNode, T> unreadable;
 
-    protected Unreadable(Class<T> type, String part, Function<String, T> unreadable) {
+    /** A spec or status: when it could not be read, why, and what was stored. */
+    public interface Part {
+        /** Which field could not be read and why; null when the part was read. */
+        String unreadable();
+
+        /** What the API server holds, when it could not be read. */
+        JsonNode stored();
+    }
+
+    protected Unreadable(Class<T> type, String part, BiFunction<String, JsonNode, T> unreadable) {
         super(type);
         this.type = type;
         this.part = part;
@@ -36,7 +56,49 @@ public abstract class Unreadable<T> extends StdDeserializer<T> {
         try {
             return context.readTreeAsValue(tree, type);
         } catch (JsonMappingException e) {
-            return unreadable.apply(problem(part, e));
+            return unreadable.apply(problem(part, e), tree);
+        }
+    }
+
+    /**
+     * The Jackson module that writes a part that could not be read as it was stored (any other as
+     * usual). Registered with the client's mapper only: the CRD generator must not see it.
+     */
+    public static Module module() {
+        SimpleModule module = new SimpleModule("torchjob-unreadable-parts");
+        module.setSerializerModifier(new BeanSerializerModifier() {
+            @Override
+            @SuppressWarnings("unchecked")
+            public JsonSerializer<?> modifySerializer(SerializationConfig config, BeanDescription bean, JsonSerializer<?> serializer) {
+                return Part.class.isAssignableFrom(bean.getBeanClass()) ? new AsStored((JsonSerializer<Object>) serializer) : serializer;
+            }
+        });
+        return module;
+    }
+
+    private static final class AsStored extends StdSerializer<Object> implements ResolvableSerializer {
+        private final JsonSerializer<Object> usual;
+
+        AsStored(JsonSerializer<Object> usual) {
+            super(Object.class);
+            this.usual = usual;
+        }
+
+        @Override
+        public void resolve(SerializerProvider provider) throws JsonMappingException {
+            if (usual instanceof ResolvableSerializer resolvable) {
+                resolvable.resolve(provider);
+            }
+        }
+
+        @Override
+        public void serialize(Object value, JsonGenerator generator, SerializerProvider provider) throws IOException {
+            JsonNode stored = ((Part) value).stored();
+            if (stored != null) {
+                generator.writeTree(stored);
+            } else {
+                usual.serialize(value, generator, provider);
+            }
         }
     }
 

@@ -199,6 +199,14 @@ public final class SpecValidator {
             if (container.getImage() == null || container.getImage().isBlank()) {
                 return Optional.of(containerField + ".image is required");
             }
+            // The master's pytorchjob-port becomes MASTER_PORT and the Service's port: refused there, it would stop the job late.
+            List<io.fabric8.kubernetes.api.model.ContainerPort> ports = container.getPorts() == null ? List.of() : container.getPorts();
+            for (int p = 0; p < ports.size(); p++) {
+                Integer port = ports.get(p) == null ? null : ports.get(p).getContainerPort();
+                if (port == null || port < 1 || port > 65535) {
+                    return Optional.of(containerField + ".ports[" + p + "].containerPort must be between 1 and 65535 (found " + port + ")");
+                }
+            }
         }
         return Optional.empty();
     }

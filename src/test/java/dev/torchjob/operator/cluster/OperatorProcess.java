@@ -79,6 +79,22 @@ public final class OperatorProcess implements AutoCloseable {
         throw new IOException("the operator was not ready within " + START_TIMEOUT + "; log: " + tail());
     }
 
+    /** Alive, and its readiness check passes (informers synced, lease held). */
+    public boolean healthy() {
+        if (!process.isAlive()) {
+            return false;
+        }
+        try {
+            return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/health/ready")).build(),
+                    HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     /** The operator's Prometheus metrics, as scraped. */
     public String metrics() throws IOException, InterruptedException {
         return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/metrics")).build(),

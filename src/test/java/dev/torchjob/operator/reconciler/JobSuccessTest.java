@@ -135,6 +135,17 @@ class JobSuccessTest {
                   - type: worker
                     template: {spec: {containers: [{name: pytorch, image: torch}]}}
                 """);
+        // The mock server checks no schema: this one is stored as written, as an older CRD would let it be.
+        cluster.submit("""
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: wordy}
+                spec:
+                  runPolicy: {backoffLimit: three}
+                  replicaSpecs:
+                  - type: worker
+                    template: {spec: {containers: [{name: pytorch, image: torch}]}}
+                """);
         PyTorchTrainingJob failed = cluster.awaitPhase("two-masters", JobPhase.Failed);
         assertNotNull(failed.getStatus().completionTime);
         assertEquals("InvalidSpec", cluster.condition("two-masters", "Failed").reason);
@@ -142,6 +153,10 @@ class JobSuccessTest {
         cluster.awaitEvent("InvalidSpec", "spec.replicaSpecs[0].replicas");
         cluster.awaitPhase("shapeless", JobPhase.Failed);
         assertTrue(cluster.condition("shapeless", "Failed").message.contains("template is not a valid pod template"));
+        cluster.awaitPhase("wordy", JobPhase.Failed);
+        assertTrue(cluster.condition("wordy", "Failed").message.startsWith("spec.runPolicy.backoffLimit cannot be read: "),
+                cluster.condition("wordy", "Failed").message);
+        assertEquals("three", cluster.job("wordy").getSpec().stored().at("/runPolicy/backoffLimit").asText(), "the spec is kept as written");
         cluster.awaitPodNames("fine-worker-0");
     }
 

@@ -36,6 +36,8 @@ class SpecValidatorTest {
             too many in all          | ok   | '  replicaSpecs:\n  - type: worker\n    replicas: 600\n    template: {spec: {containers: [{name: a, image: b}]}}\n  - type: ps\n    replicas: 401\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | 1001 replicas in all
             elastic max beyond bound | ok   | '  torchrunConfig: {enabled: true}\n  elastic: {enabled: true, minReplicas: 1, maxReplicas: 5000}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.elastic.maxReplicas must be at most 1000
             backoffLimit beyond int  | ok   | '  runPolicy: {backoffLimit: -99999999999}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | backoffLimit
+            port out of range        | ok   | '  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b, ports: [{name: pytorchjob-port, containerPort: 70000}]}]}}\n' | spec.replicaSpecs[0].template.spec.containers[0].ports[0].containerPort must be between 1 and 65535 (found 70000)
+            unreadable value         | ok   | '  runPolicy: {backoffLimit: three}\n  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | spec.runPolicy.backoffLimit cannot be read
             pod name too long        | a-very-long-job-name-that-goes-on-and-on-and-on-forever | '  replicaSpecs:\n  - type: worker-with-long-type\n    template: {spec: {containers: [{name: a, image: b}]}}\n' | longer than 63
             """)
     void rejects(String title, String name, String spec, String field) {
