@@ -144,10 +144,9 @@ public final class Engine {
                 return end(Outcome.DeadlineExceeded, "the job ran longer than runPolicy.activeDeadlineSeconds="
                         + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
             }
-            Pod master = pods.get(topology.master().podName());
-            if (master != null && "Succeeded".equals(Pods.phase(master)) && !ledger.isCounted(master)) {
-                return end(Outcome.Succeeded, "The job has finished successfully: master pod " + topology.master().podName()
-                        + " succeeded.", topology);
+            Optional<String> success = success(topology);
+            if (success.isPresent()) {
+                return end(Outcome.Succeeded, "The job has finished successfully: " + success.get() + ".", topology);
             }
             return training(topology);
         }
@@ -188,7 +187,7 @@ public final class Engine {
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             int limit = job.runPolicy().backoffLimit();
-            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit);
+            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit, job.retryableExitCodes());
             if (decision instanceof RestartDecision.NotRestartable notRestartable) {
                 Stopped s = notRestartable.replica();
                 view.failed(s.ending());
@@ -419,6 +418,24 @@ public final class Engine {
         }
 
         // ---- helpers ------------------------------------------------------------------------------
+
+        /** What made the job succeed, by its success rule; empty while it has not. */
+        private Optional<String> success(JobTopology topology) {
+            return switch (job.successRule()) {
+                case MASTER -> succeeded(topology.master()).map(pod -> "master pod " + pod + " succeeded");
+                case ANY_REPLICA -> topology.slots().stream().map(this::succeeded).flatMap(Optional::stream).findFirst()
+                        .map(pod -> "pod " + pod + " succeeded");
+                case ALL_REPLICAS -> topology.slots().stream().allMatch(slot -> succeeded(slot).isPresent())
+                        ? Optional.of("all " + topology.worldSize() + " replicas succeeded") : Optional.empty();
+            };
+        }
+
+        /** The replica's pod, if it succeeded (and that success is not a restart already counted). */
+        private Optional<String> succeeded(ReplicaSlot slot) {
+            Pod pod = pods.get(slot.podName());
+            return pod != null && "Succeeded".equals(Pods.phase(pod)) && !ledger.isCounted(pod) ? Optional.of(slot.podName())
+                    : Optional.empty();
+        }
 
         private boolean isRunningOrDone(ReplicaSlot slot, Pod pod) {
             if (pod == null) {

@@ -35,9 +35,6 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         SUCCEEDED
     }
 
-    /** Exit codes that mean the process was stopped from outside (130 Ctrl-C, 137 SIGKILL, 143 SIGTERM) or asked for a restart (138). */
-    public static final List<Integer> RETRYABLE_EXIT_CODES = List.of(130, 137, 138, 143);
-
     public static ReplicaEnding ofFailedPod(Pod pod) {
         Optional<ContainerStateTerminated> terminated = trainingContainerTermination(pod);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);

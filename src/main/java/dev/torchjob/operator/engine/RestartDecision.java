@@ -39,9 +39,9 @@ sealed interface RestartDecision {
      * Every failure costs one restart of the budget; a replica that succeeded under Always restarts only
      * while budget is left, and otherwise just stays done.
      */
-    static RestartDecision of(List<Stopped> stopped, int backoffCount, int backoffLimit) {
+    static RestartDecision of(List<Stopped> stopped, int backoffCount, int backoffLimit, TrainingJob.RetryableExitCodes retryable) {
         for (Stopped s : stopped) {
-            if (!RestartRules.isRestartable(s.policy(), s.ending())) {
+            if (!RestartRules.isRestartable(s.policy(), s.ending(), retryable)) {
                 return new NotRestartable(s);
             }
         }

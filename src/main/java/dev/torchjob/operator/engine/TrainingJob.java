@@ -17,6 +17,7 @@ public record TrainingJob(
         RunPolicy runPolicy,
         RunMode runMode,
         SuccessRule successRule,
+        RetryableExitCodes retryableExitCodes,
         boolean elastic,
         Optional<String> problem) {
 
@@ -57,13 +58,35 @@ public record TrainingJob(
     /** How the job succeeds. */
     public enum SuccessRule {
         /** When the first replica (rank 0, the master) succeeds. */
-        MASTER
+        MASTER,
+        /** When every replica has succeeded (Kubeflow, no master). */
+        ALL_REPLICAS,
+        /** When any replica succeeds (Kubeflow, elastic, no master). */
+        ANY_REPLICA
+    }
+
+    /** The exit codes of the training container that ExitCode restarts: the process was stopped from outside. */
+    public enum RetryableExitCodes {
+        /** 130, 137, 138 and 143: SIGINT, SIGKILL, SIGUSR1, SIGTERM (T9k). */
+        SIGNALS(List.of(130, 137, 138, 143)),
+        /** 128 and above: any signal (Kubeflow); 1 to 127 are the program's own. */
+        FROM_128(List.of());
+
+        private final List<Integer> codes;
+
+        RetryableExitCodes(List<Integer> codes) {
+            this.codes = codes;
+        }
+
+        public boolean contains(int exitCode) {
+            return this == FROM_128 ? exitCode >= 128 : codes.contains(exitCode);
+        }
     }
 
     /** A job whose spec failed validation: it fails with this problem and creates nothing. */
     public static TrainingJob invalid(String name, String namespace, String uid, Long generation, RunPolicy runPolicy,
             RunMode runMode, String problem) {
-        return new TrainingJob(name, namespace, uid, generation, List.of(), runPolicy, runMode, SuccessRule.MASTER, false,
-                Optional.of(problem));
+        return new TrainingJob(name, namespace, uid, generation, List.of(), runPolicy, runMode, SuccessRule.MASTER,
+                RetryableExitCodes.SIGNALS, false, Optional.of(problem));
     }
 }

@@ -50,7 +50,7 @@ public final class T9kModel {
         }
         boolean elastic = spec.elastic != null && spec.elastic.isOn();
         return new TrainingJob(meta.getName(), meta.getNamespace(), meta.getUid(), meta.getGeneration(), List.copyOf(groups),
-                runPolicy, runMode, TrainingJob.SuccessRule.MASTER, elastic, Optional.empty());
+                runPolicy, runMode, TrainingJob.SuccessRule.MASTER, TrainingJob.RetryableExitCodes.SIGNALS, elastic, Optional.empty());
     }
 
     /** Replicas of a group: elastic jobs run expectedReplicas (default minReplicas) of their single group. */

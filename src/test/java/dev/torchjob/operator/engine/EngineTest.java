@@ -19,6 +19,8 @@ import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RetryableExitCodes;
+import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
 import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -67,11 +69,28 @@ class EngineTest {
             job = job(workers, backoffLimit);
         }
 
+        Run(TrainingJob job) {
+            this.job = job;
+        }
+
         static TrainingJob job(int workers, int backoffLimit) {
             return new TrainingJob("j", "ns", "job-uid", 1L,
                     List.of(new ReplicaGroup("master", 1, RestartPolicy.OnFailure), new ReplicaGroup("worker", workers, RestartPolicy.OnFailure)),
-                    new RunPolicy(backoffLimit, null, CleanPodPolicy.None), RunMode.TRAIN, TrainingJob.SuccessRule.MASTER, false,
+                    new RunPolicy(backoffLimit, null, CleanPodPolicy.None), RunMode.TRAIN, TrainingJob.SuccessRule.MASTER,
+                    RetryableExitCodes.SIGNALS, false, Optional.empty());
+        }
+
+        /** Workers only, one restart policy, as a Kubeflow job without a Master would be. */
+        static TrainingJob workersOnly(int workers, RestartPolicy policy, SuccessRule rule, RetryableExitCodes retryable) {
+            return new TrainingJob("j", "ns", "job-uid", 1L, List.of(new ReplicaGroup("worker", workers, policy)),
+                    new RunPolicy(3, null, CleanPodPolicy.None), RunMode.TRAIN, rule, retryable, rule == SuccessRule.ANY_REPLICA,
                     Optional.empty());
+        }
+
+        void succeed(String pod) {
+            pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Succeeded")
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(0)
+                    .endTerminated().endState().endContainerStatus().build());
         }
 
         Decision pass() {
@@ -103,6 +122,46 @@ class EngineTest {
                     .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
                     .withStartedAt(now.minus(ranFor).toString()).withFinishedAt(now.toString())
                     .endTerminated().endState().endContainerStatus().build());
+        }
+    }
+
+    @Test
+    void withoutAMasterTheJobSucceedsWhenEveryReplicaHasSucceeded() {
+        Run run = new Run(Run.workersOnly(2, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128));
+        run.pass();
+        run.succeed("j-worker-1");
+        Decision waiting = run.pass();
+        assertEquals(Phase.Running, waiting.state().phase(), "one of two workers is done: the job goes on");
+        assertTrue(waiting.podsToCreate().isEmpty() && waiting.podsToDelete().isEmpty(), "a finished worker is left as it is");
+        run.succeed("j-worker-0");
+        Decision done = run.pass();
+        assertEquals(Outcome.Succeeded, done.state().outcome());
+        assertEquals("The job has finished successfully: all 2 replicas succeeded.", ((Situation.Ended) done.situation()).message());
+    }
+
+    @Test
+    void anElasticJobWithoutAMasterSucceedsWhenAnyReplicaSucceeds() {
+        Run run = new Run(Run.workersOnly(3, RestartPolicy.OnFailure, SuccessRule.ANY_REPLICA, RetryableExitCodes.FROM_128));
+        run.pass();
+        run.succeed("j-worker-2");
+        Decision done = run.pass();
+        assertEquals(Outcome.Succeeded, done.state().outcome());
+        assertEquals("The job has finished successfully: pod j-worker-2 succeeded.", ((Situation.Ended) done.situation()).message());
+    }
+
+    @Test
+    void whichExitCodesExitCodeRestartsIsTheJobApisChoice() {
+        for (RetryableExitCodes retryable : RetryableExitCodes.values()) {
+            for (int exitCode : new int[] {1, 127, 128, 129, 137, 143, 255}) {
+                Run run = new Run(Run.workersOnly(1, RestartPolicy.ExitCode, SuccessRule.ALL_REPLICAS, retryable));
+                run.pass();
+                run.fail("j-worker-0", exitCode);
+                Decision decision = run.pass();
+                boolean restarts = retryable == RetryableExitCodes.FROM_128 ? exitCode >= 128
+                        : List.of(130, 137, 138, 143).contains(exitCode);
+                assertEquals(restarts ? null : Outcome.ReplicaFailedPermanently, decision.state().outcome(), retryable + " exit " + exitCode);
+                assertEquals(restarts ? 1 : 0, decision.state().backoffCount(), retryable + " exit " + exitCode);
+            }
         }
     }
 
