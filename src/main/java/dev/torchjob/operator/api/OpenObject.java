@@ -1,7 +1,7 @@
 package dev.torchjob.operator.api;
 
 /** Schema stand-in for an object whose fields the API server keeps but does not check (pod templates). */
-final class OpenObject {
+public final class OpenObject {
     private OpenObject() {
     }
 }

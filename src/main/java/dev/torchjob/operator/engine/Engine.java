@@ -187,7 +187,8 @@ public final class Engine {
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             int limit = job.runPolicy().backoffLimit();
-            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), limit, job.retryableExitCodes());
+            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), job.runPolicy().restartsAllowed(),
+                    job.retryableExitCodes());
             if (decision instanceof RestartDecision.NotRestartable notRestartable) {
                 Stopped s = notRestartable.replica();
                 view.failed(s.ending());
@@ -257,7 +258,7 @@ public final class Engine {
                             ? ending.exitCode().toString()
                             : ending.cause().name().toLowerCase()));
             events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " (restart "
-                    + ledger.backoffCount() + " of backoffLimit " + limit + (restartAt == null ? "" : "; back-off " + delay.toSeconds()
+                    + ledger.backoffCount() + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + (restartAt == null ? "" : "; back-off " + delay.toSeconds()
                     + " s, new pod at " + restartAt) + ")")));
             return Optional.ofNullable(restartAt);
         }

@@ -43,7 +43,23 @@ public record TrainingJob(
     }
 
     /** activeDeadlineSeconds is counted from the job's start time; null means no deadline. */
-    public record RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy) {
+    public record RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule) {
+        public RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy) {
+            this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, BudgetRule.LIMIT_IS_RESTARTS_ALLOWED);
+        }
+
+        /** How many restarts the job may make before the next failure fails it. */
+        public int restartsAllowed() {
+            return budgetRule == BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT ? backoffLimit - 1 : backoffLimit;
+        }
+    }
+
+    /** What backoffLimit means: the APIs say it differently. */
+    public enum BudgetRule {
+        /** backoffLimit restarts are made; the failure after them fails the job (T9k, like a Kubernetes Job). */
+        LIMIT_IS_RESTARTS_ALLOWED,
+        /** The job fails once its restarts reach backoffLimit (Kubeflow v1): backoffLimit 0 fails at the first failure. */
+        FAILS_WHEN_RESTARTS_REACH_LIMIT
     }
 
     public enum RunMode {

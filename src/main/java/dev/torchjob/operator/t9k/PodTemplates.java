@@ -1,5 +1,7 @@
 package dev.torchjob.operator.t9k;
 
+import dev.torchjob.operator.podtemplate.PodTemplateParser;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

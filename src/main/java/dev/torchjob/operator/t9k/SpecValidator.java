@@ -11,8 +11,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.engine.JobTopology;
-import io.fabric8.kubernetes.api.model.Container;
-import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck;
 
 /**
  * Checks what the operator relies on and the API server may not have checked (the pod
@@ -177,37 +176,6 @@ public final class SpecValidator {
     }
 
     private static Optional<String> templateProblem(ReplicaSpec group, String field) {
-        PodTemplateSpec template;
-        try {
-            template = PodTemplateParser.parse(group.template);
-        } catch (IllegalArgumentException e) {
-            return Optional.of(field + ".template is not a valid pod template: " + e.getMessage());
-        }
-        if (template == null || template.getSpec() == null) {
-            return Optional.of(field + ".template.spec is missing; give the pod template at least one container");
-        }
-        List<Container> containers = template.getSpec().getContainers();
-        if (containers == null || containers.isEmpty()) {
-            return Optional.of(field + ".template.spec.containers must list at least one container");
-        }
-        for (int c = 0; c < containers.size(); c++) {
-            Container container = containers.get(c);
-            String containerField = field + ".template.spec.containers[" + c + "]";
-            if (container.getName() == null || container.getName().isBlank()) {
-                return Optional.of(containerField + ".name is required (name the training container python or pytorch)");
-            }
-            if (container.getImage() == null || container.getImage().isBlank()) {
-                return Optional.of(containerField + ".image is required");
-            }
-            // The master's pytorchjob-port becomes MASTER_PORT and the Service's port: refused there, it would stop the job late.
-            List<io.fabric8.kubernetes.api.model.ContainerPort> ports = container.getPorts() == null ? List.of() : container.getPorts();
-            for (int p = 0; p < ports.size(); p++) {
-                Integer port = ports.get(p) == null ? null : ports.get(p).getContainerPort();
-                if (port == null || port < 1 || port > 65535) {
-                    return Optional.of(containerField + ".ports[" + p + "].containerPort must be between 1 and 65535 (found " + port + ")");
-                }
-            }
-        }
-        return Optional.empty();
+        return PodTemplateCheck.problemWith(group.template, field, Optional.empty());
     }
 }

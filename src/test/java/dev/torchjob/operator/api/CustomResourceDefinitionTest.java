@@ -85,4 +85,40 @@ class CustomResourceDefinitionTest {
         assertEquals(0.0, priority.getMinimum());
         assertEquals(100.0, priority.getMaximum());
     }
+
+    static final Path KUBEFLOW_GENERATED = Path.of("target/kubernetes/pytorchjobs.kubeflow.org-v1.yml");
+    static final Path KUBEFLOW_SHIPPED = Path.of("kubernetes/kubeflow/crd/pytorchjobs.kubeflow.org-v1.yml");
+
+    @Test
+    void theKubeflowCrdIsTheGeneratedOneAndCompact() throws IOException {
+        assertEquals(Files.readString(KUBEFLOW_GENERATED), Files.readString(KUBEFLOW_SHIPPED),
+                "kubernetes/kubeflow/crd/ is out of date: run ./mvnw package -DskipTests and copy " + KUBEFLOW_GENERATED);
+        assertTrue(Files.size(KUBEFLOW_SHIPPED) < 64 * 1024, "Kubeflow's own is 644 KB; ours keeps the template open");
+    }
+
+    @Test
+    void thePyTorchJobCrdHasKubeflowsColumnsAndScaleAndNamesThatDoNotClash() throws IOException {
+        CustomResourceDefinition crd = client.getKubernetesSerialization().unmarshal(Files.readString(KUBEFLOW_SHIPPED),
+                CustomResourceDefinition.class);
+        assertEquals("pytorchjobs.kubeflow.org", crd.getMetadata().getName());
+        assertEquals(List.of("ptj"), crd.getSpec().getNames().getShortNames(), "Kubeflow's CRD has none");
+        assertEquals(List.of("torchjob", "trainingjobs"), crd.getSpec().getNames().getCategories());
+        CustomResourceDefinitionVersion version = crd.getSpec().getVersions().get(0);
+        assertEquals("v1", version.getName());
+        assertEquals(List.of("State", "Restarts", "Age", "Started", "Completed"),
+                version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getName).toList());
+        assertEquals(".status.conditions[-1:].type", version.getAdditionalPrinterColumns().get(0).getJsonPath(),
+                "State is the last condition's type, as Kubeflow shows it");
+        assertEquals(List.of(0, 1, 0, 1, 1),
+                version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getPriority).toList(),
+                "kubectl get shows State and Age as Kubeflow's; -o wide adds ours");
+        assertEquals(".spec.pytorchReplicaSpecs.Worker.replicas", version.getSubresources().getScale().getSpecReplicasPath());
+        assertEquals(".status.replicaStatuses.Worker.active", version.getSubresources().getScale().getStatusReplicasPath());
+        assertEquals(".status.replicaStatuses.Worker.selector", version.getSubresources().getScale().getLabelSelectorPath());
+        JSONSchemaProps replica = version.getSchema().getOpenAPIV3Schema().getProperties().get("spec").getProperties()
+                .get("pytorchReplicaSpecs").getAdditionalProperties().getSchema();
+        assertTrue(replica.getProperties().get("template").getXKubernetesPreserveUnknownFields(), "the pod template is open");
+        assertEquals(List.of("Always", "ExitCode", "Never", "OnFailure"),
+                replica.getProperties().get("restartPolicy").getEnum().stream().map(n -> n.asText()).toList());
+    }
 }

@@ -37,9 +37,10 @@ public final class OperatorInstall {
             ControlPlane cluster = ControlPlane.get();
             Kubectl kubectl = cluster.kubectl();
             kubectl.run("apply", "--server-side", "--field-manager=platform-team",
-                    "-f", "kubernetes/crd/", "-f", "kubernetes/namespace.yaml", "-f", "kubernetes/rbac.yaml").orFail();
+                    "-f", "kubernetes/crd/", "-f", "kubernetes/namespace.yaml", "-f", "kubernetes/rbac.yaml",
+                    "-f", "kubernetes/kubeflow/crd/", "-f", "kubernetes/kubeflow/rbac.yaml").orFail();
             kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/pytorchtrainingjobs.batch.tensorstack.dev").orFail();
+                    "crd/pytorchtrainingjobs.batch.tensorstack.dev", "crd/pytorchjobs.kubeflow.org").orFail();
             try {
                 instance = new OperatorInstall(cluster, operatorKubeconfig(cluster));
             } catch (IOException e) {

@@ -166,6 +166,23 @@ class EngineTest {
     }
 
     @Test
+    void underKubeflowsBudgetRuleTheJobFailsWhenItsRestartsReachTheLimit() {
+        TrainingJob job = Run.workersOnly(1, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128);
+        Run run = new Run(new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(),
+                new RunPolicy(2, null, CleanPodPolicy.None, TrainingJob.BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT), job.runMode(),
+                job.successRule(), job.retryableExitCodes(), false, Optional.empty()));
+        run.pass();
+        run.fail("j-worker-0", 1);
+        assertEquals(1, run.pass().state().backoffCount(), "restart 1 of backoffLimit 2");
+        run.pass();
+        run.fail("j-worker-0", 1);
+        Decision failed = run.pass();
+        assertEquals(Outcome.BackoffLimitExceeded, failed.state().outcome(), "a second restart would reach backoffLimit 2");
+        assertTrue(((Situation.Ended) failed.situation()).message().contains("runPolicy.backoffLimit 2"),
+                ((Situation.Ended) failed.situation()).message());
+    }
+
+    @Test
     void aBackoffLimitLoweredBelowTheRestartsSpentFailsTheJobAtTheNextFailureOnly() {
         Run run = new Run(1, 3);
         run.pass();

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.t9k;
+package dev.torchjob.operator.podtemplate;
 
 import java.util.Map;
 

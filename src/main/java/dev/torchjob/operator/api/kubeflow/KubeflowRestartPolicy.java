@@ -1,0 +1,9 @@
+package dev.torchjob.operator.api.kubeflow;
+
+/** Replica restart policies of kubeflow.org/v1. */
+public enum KubeflowRestartPolicy {
+    Always,
+    OnFailure,
+    Never,
+    ExitCode
+}
