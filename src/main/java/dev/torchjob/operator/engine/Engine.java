@@ -156,6 +156,7 @@ public final class Engine {
         private Decision training(JobTopology topology) {
             List<ReplicaSlot> missing = new ArrayList<>();
             List<Stopped> stopped = new ArrayList<>();
+            List<RestartedInPlace> inPlace = new ArrayList<>();
             for (ReplicaSlot slot : topology.slots()) {
                 Pod pod = pods.get(slot.podName());
                 ReplicaState before = previous.replica(slot.podName());
@@ -168,6 +169,12 @@ public final class Engine {
                         // nothing. Until then the failed pod stays, so its logs can still be read.
                         restartAt.ifPresentOrElse(this::recheckAt, () -> deleteUnlessTerminating(pod, DeletionReason.RESTART));
                     } else if (!Pods.isTerminating(pod)) {
+                        // The kubelet restarts containers itself under pod restartPolicy OnFailure and Always.
+                        int restarts = Pods.containerRestarts(pod);
+                        int counted = view.restartsInPlaceCounted(pod);
+                        if (restarts > counted) {
+                            inPlace.add(new RestartedInPlace(slot, pod, restarts, restarts - counted));
+                        }
                         String podPhase = Pods.phase(pod);
                         if ("Failed".equals(podPhase)) {
                             stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
@@ -187,6 +194,12 @@ public final class Engine {
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             int limit = job.runPolicy().backoffLimit();
+            for (RestartedInPlace restarted : inPlace) {
+                Optional<Decision> spent = countInPlace(restarted, limit, topology);
+                if (spent.isPresent()) {
+                    return spent.get();
+                }
+            }
             RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), job.runPolicy().restartsAllowed(),
                     job.retryableExitCodes());
             if (decision instanceof RestartDecision.NotRestartable notRestartable) {
@@ -237,6 +250,35 @@ public final class Engine {
             phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
             boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries();
             return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures())));
+        }
+
+        /** Container restarts the kubelet made of one pod since the last pass. */
+        private record RestartedInPlace(ReplicaSlot slot, Pod pod, int restarts, int uncounted) {
+        }
+
+        /**
+         * Counts restarts the kubelet already made, each once (the replica's status keeps how many of
+         * its pod's restarts were counted); the job fails when they spend the budget.
+         */
+        private Optional<Decision> countInPlace(RestartedInPlace restarted, int limit, JobTopology topology) {
+            ReplicaEnding ending = ReplicaEnding.restartedInPlace(restarted.pod());
+            for (int i = 0; i < restarted.uncounted(); i++) {
+                ledger.countInPlace();
+                restartsThisPass.merge(restarted.slot().type(), 1, Integer::sum);
+                restarts.add(new Plan.RestartCounted(restarted.slot().type(),
+                        ending.exitCode() != null ? ending.exitCode().toString() : "in-place"));
+                if (ledger.backoffCount() > job.runPolicy().restartsAllowed()) {
+                    view.restartedInPlace(ending, restarted.restarts());
+                    String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
+                            + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
+                    events.add(JobEvent.warning("ReplicaFailed", message));
+                    return Optional.of(end(Outcome.BackoffLimitExceeded, message, topology));
+                }
+            }
+            view.restartedInPlace(ending, restarted.restarts());
+            events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput(ending.summary() + " (restart " + ledger.backoffCount()
+                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + ")")));
+            return Optional.empty();
         }
 
         /** Counts the restart; when the back-off makes it wait, returns when its new pod is due. */
@@ -365,7 +407,7 @@ public final class Engine {
             phase = ending == Outcome.Succeeded ? Phase.Succeeded : Phase.Failed;
             completionTime = now;
             ledger.close();
-            replicaGroups = topology != null ? view.of(topology, false, Map.of()) : view.refreshed();
+            replicaGroups = topology != null ? view.of(topology, false, restartsThisPass) : view.refreshed();
             cleanUp(ending == Outcome.DeadlineExceeded);
             initialized = ending == Outcome.Succeeded || previous.initialized();
             running = false;

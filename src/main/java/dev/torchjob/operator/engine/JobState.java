@@ -86,11 +86,16 @@ public record JobState(
 
     /**
      * One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and
-     * containers, how its last pod that failed ended (kept across restarts, with its last output), and
-     * how many times it failed in a row without running long enough in between (the back-off grows with it).
+     * containers, how its last pod that failed ended (kept across restarts, with its last output), how
+     * many times it failed in a row without running long enough in between (the back-off grows with
+     * it), and the in-place container restarts of pod {@code uid} already counted against the budget.
      */
     public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
-            int failuresInARow) {
+            int failuresInARow, int restartsInPlace) {
+        public ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
+                int failuresInARow) {
+            this(name, uid, phase, containers, lastFailure, failuresInARow, 0);
+        }
     }
 
     public record ContainerState(String name, String state, Integer exitCode, String reason) {

@@ -42,6 +42,20 @@ final class Pods {
         };
     }
 
+    /** Restarts the kubelet made of the pod's containers in place, init containers included (as Kubeflow counts them). */
+    static int containerRestarts(Pod pod) {
+        if (pod.getStatus() == null) {
+            return 0;
+        }
+        int restarts = 0;
+        for (var list : java.util.Arrays.asList(pod.getStatus().getInitContainerStatuses(), pod.getStatus().getContainerStatuses())) {
+            if (list != null) {
+                restarts += list.stream().mapToInt(s -> s.getRestartCount() == null ? 0 : s.getRestartCount()).sum();
+            }
+        }
+        return restarts;
+    }
+
     /** Only pods this job controls, by name: a pod left by an older job of the same name is not ours. */
     static Map<String, Pod> ownedBy(String jobUid, Collection<Pod> observed) {
         Map<String, Pod> owned = new LinkedHashMap<>();

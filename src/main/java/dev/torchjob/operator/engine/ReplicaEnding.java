@@ -32,7 +32,9 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         /** The pod disappeared while the job was active (deleted by someone else). */
         VANISHED,
         /** A non-master pod Succeeded under restartPolicy Always while the job is active. */
-        SUCCEEDED
+        SUCCEEDED,
+        /** The kubelet restarted a container of the pod in place (pod restartPolicy OnFailure or Always). */
+        RESTARTED_IN_PLACE
     }
 
     public static ReplicaEnding ofFailedPod(Pod pod) {
@@ -49,6 +51,22 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         }
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
                 reason != null ? reason : podReason, output, ran);
+    }
+
+    /** The last in-place restart of the pod's containers: how the container that restarted ended (the training one first). */
+    public static ReplicaEnding restartedInPlace(Pod pod) {
+        List<ContainerStatus> statuses = pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null ? List.of()
+                : pod.getStatus().getContainerStatuses();
+        String training = pod.getSpec() == null || pod.getSpec().getContainers() == null || pod.getSpec().getContainers().isEmpty()
+                ? null : TrainingContainer.of(pod).getName();
+        ContainerStatus restarted = statuses.stream()
+                .filter(s -> s.getRestartCount() != null && s.getRestartCount() > 0)
+                .sorted(java.util.Comparator.comparing((ContainerStatus s) -> !s.getName().equals(training)))
+                .findFirst().orElse(null);
+        ContainerStateTerminated last = restarted == null || restarted.getLastState() == null ? null : restarted.getLastState().getTerminated();
+        return new ReplicaEnding(Cause.RESTARTED_IN_PLACE, pod.getMetadata().getName(), restarted == null ? null : restarted.getName(),
+                last == null ? null : last.getExitCode(), last == null ? null : last.getReason(),
+                last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last));
     }
 
     public static ReplicaEnding vanished(String podName) {
@@ -101,7 +119,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 || pod.getSpec().getContainers() == null || pod.getSpec().getContainers().isEmpty()) {
             return Optional.empty();
         }
-        String training = TrainingContainer.of(pod.getSpec().getContainers()).getName();
+        String training = TrainingContainer.of(pod).getName();
         return pod.getStatus().getContainerStatuses().stream()
                 .filter(status -> training.equals(status.getName()))
                 .findFirst();
@@ -131,7 +149,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
             case VANISHED -> text.append(" was deleted");
             case EVICTED -> text.append(" was evicted (").append(reason).append(")");
             case SUCCEEDED -> text.append(" succeeded and restartPolicy is Always");
-            case FAILED -> {
+            case FAILED, RESTARTED_IN_PLACE -> {
                 if (container != null) {
                     text.append(" (container ").append(container).append(")");
                 }
@@ -142,6 +160,9 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 }
                 if (reason != null) {
                     text.append(" (").append(reason).append(")");
+                }
+                if (cause == Cause.RESTARTED_IN_PLACE) {
+                    text.append(" and was restarted in place");
                 }
             }
         }

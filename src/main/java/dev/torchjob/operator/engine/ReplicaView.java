@@ -20,6 +20,8 @@ final class ReplicaView {
     /** Replicas that failed this pass, and how: it replaces what the status said of their last failure. */
     private final Map<String, String> failures = new LinkedHashMap<>();
     private final Map<String, Integer> failuresInARow = new LinkedHashMap<>();
+    /** In-place restarts counted this pass: the pod's total restarts, now all counted. */
+    private final Map<String, Integer> restartsInPlace = new LinkedHashMap<>();
 
     private final Map<String, String> createdPods;
 
@@ -28,6 +30,21 @@ final class ReplicaView {
         this.previous = previous;
         this.ledger = ledger;
         this.createdPods = createdPods;
+    }
+
+    /** The in-place restarts of this pod already counted: what the status recorded for the same pod (UID), else none. */
+    int restartsInPlaceCounted(Pod pod) {
+        String name = pod.getMetadata().getName();
+        if (restartsInPlace.containsKey(name)) {
+            return restartsInPlace.get(name);
+        }
+        ReplicaState before = previous.replica(name);
+        return before != null && java.util.Objects.equals(before.uid(), pod.getMetadata().getUid()) ? before.restartsInPlace() : 0;
+    }
+
+    void restartedInPlace(ReplicaEnding ending, int totalRestarts) {
+        failed(ending);
+        restartsInPlace.put(ending.podName(), totalRestarts);
     }
 
     void failed(ReplicaEnding ending) {
@@ -80,7 +97,7 @@ final class ReplicaView {
         if (pod == null) {
             // Keep the last pod's UID: it tells a pod that vanished from one never created.
             return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure,
-                    inARow);
+                    inARow, before == null ? 0 : before.restartsInPlace());
         }
         // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
         // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
@@ -91,7 +108,7 @@ final class ReplicaView {
                 containers.add(containerOf(status));
             }
         }
-        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow);
+        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow, restartsInPlaceCounted(pod));
     }
 
     private static ContainerState containerOf(ContainerStatus status) {

@@ -58,6 +58,11 @@ final class RestartLedger {
         counted.add(new CountedRestart(podName, uid, restartAt));
     }
 
+    /** A restart the kubelet made in place: it costs budget, but no pod is waiting to be replaced. */
+    void countInPlace() {
+        backoffCount++;
+    }
+
     /** When the counted restart of this replica may create its new pod, if it must wait. */
     Optional<Instant> restartAt(String podName) {
         return counted.stream().filter(c -> podName.equals(c.pod()) && c.restartAt() != null).map(CountedRestart::restartAt).findFirst();

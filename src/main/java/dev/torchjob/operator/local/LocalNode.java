@@ -98,7 +98,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             return;
         }
         String podName = pod.getMetadata().getName();
-        Container container = TrainingContainer.of(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod);
         Map<String, String> env = environment(container.getEnv(), pod.getSpec().getSubdomain(), podName);
         List<String> argv = new ArrayList<>();
         if (container.getCommand() != null) {
@@ -225,7 +225,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     private void markRunning(Pod pod) {
-        Container container = TrainingContainer.of(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod);
         writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(Instant.now().toString())
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true)
                         .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
@@ -248,7 +248,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     private void finish(Pod pod, int exitCode, String reason, String message) {
-        Container container = TrainingContainer.of(pod.getSpec().getContainers());
+        Container container = TrainingContainer.of(pod);
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false)
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)

@@ -87,6 +87,18 @@ class EngineTest {
                     Optional.empty());
         }
 
+        /** The kubelet restarts the pod's container in place after it exited with this code; the pod stays Running. */
+        void restartInPlace(String pod, int exitCode) {
+            var status = pods.get(pod).getStatus();
+            int restarts = status.getContainerStatuses() == null || status.getContainerStatuses().isEmpty() ? 0
+                    : status.getContainerStatuses().get(0).getRestartCount();
+            pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Running")
+                    .addNewContainerStatus().withName("pytorch").withRestartCount(restarts + 1)
+                    .withNewState().withNewRunning().endRunning().endState()
+                    .withNewLastState().withNewTerminated().withExitCode(exitCode).withReason("Error").endTerminated().endLastState()
+                    .endContainerStatus().build());
+        }
+
         void succeed(String pod) {
             pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Succeeded")
                     .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(0)
@@ -180,6 +192,54 @@ class EngineTest {
         assertEquals(Outcome.BackoffLimitExceeded, failed.state().outcome(), "a second restart would reach backoffLimit 2");
         assertTrue(((Situation.Ended) failed.situation()).message().contains("runPolicy.backoffLimit 2"),
                 ((Situation.Ended) failed.situation()).message());
+    }
+
+    static TrainingJob kubeflowRules(TrainingJob job, int backoffLimit) {
+        return new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(),
+                new RunPolicy(backoffLimit, null, CleanPodPolicy.None, TrainingJob.BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT), job.runMode(),
+                job.successRule(), job.retryableExitCodes(), false, Optional.empty());
+    }
+
+    @Test
+    void restartsTheKubeletMakesInPlaceAreEachCountedOnceAcrossPassesAndOperatorRestarts() {
+        Run run = new Run(kubeflowRules(Run.workersOnly(2, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 3));
+        run.pass();
+        String uid = run.pods.get("j-worker-1").getMetadata().getUid();
+        run.restartInPlace("j-worker-1", 1);
+        Decision counted = run.pass();
+        assertEquals(1, counted.state().backoffCount());
+        assertEquals(1, counted.state().group("worker").restartCount());
+        assertTrue(counted.podsToDelete().isEmpty() && counted.podsToCreate().isEmpty(), "the kubelet restarted it: nothing to do");
+        assertTrue(counted.events().stream().anyMatch(e -> e.reason().equals("ReplicaRestarted") && e.message().equals(
+                "pod j-worker-1 (container pytorch) exited with code 1 (Error) and was restarted in place (restart 1 of backoffLimit 3)")),
+                counted.events().toString());
+        assertEquals(1, run.pass().state().backoffCount(), "seen again: not counted again");
+
+        // A new operator reads only what the status kept: the state, and the same pods.
+        Run after = new Run(run.job);
+        after.state = run.state;
+        after.pods.putAll(run.pods);
+        assertEquals(1, after.pass().state().backoffCount(), "not counted again after an operator restart");
+        assertEquals(uid, after.pods.get("j-worker-1").getMetadata().getUid());
+
+        after.restartInPlace("j-worker-0", 137);
+        after.restartInPlace("j-worker-1", 1);
+        Decision failed = after.pass();
+        assertEquals(Outcome.BackoffLimitExceeded, failed.state().outcome(), "restarts reached backoffLimit 3");
+        assertEquals(3, failed.state().backoffCount());
+        assertTrue(((Situation.Ended) failed.situation()).message().contains("backoffCount 3 of runPolicy.backoffLimit 3"),
+                ((Situation.Ended) failed.situation()).message());
+    }
+
+    @Test
+    void severalInPlaceRestartsBetweenTwoPassesAreAllCounted() {
+        Run run = new Run(kubeflowRules(Run.workersOnly(1, RestartPolicy.Always, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 10));
+        run.pass();
+        run.restartInPlace("j-worker-0", 1);
+        run.restartInPlace("j-worker-0", 1);
+        run.restartInPlace("j-worker-0", 1);
+        assertEquals(3, run.pass().state().backoffCount());
+        assertEquals(3, run.state.replica("j-worker-0").restartsInPlace());
     }
 
     @Test
