@@ -27,6 +27,8 @@ public class ReplicaStatus {
     public String lastFailure;
     @JsonPropertyDescription("Failures of this replica in a row, without a run long enough in between; the restart back-off doubles with each.")
     public Integer failuresInARow;
+    @JsonPropertyDescription("Container restarts the kubelet made in this pod (pod restartPolicy OnFailure or Always) that were counted against the budget.")
+    public Integer restartsInPlace;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)

@@ -23,7 +23,10 @@ public record Plan<S>(
         JobState before,
         JobState after,
         Instant decidedAt,
-        Optional<Service> serviceToCreate,
+        /** The job's Services that are missing (T9k: one for the job; Kubeflow: one per replica). */
+        List<Service> servicesToCreate,
+        /** Services that go with their pods for good (Kubeflow: clean-up, suspend, scale-down), by name. */
+        List<String> servicesToDelete,
         Optional<GenericKubernetesResource> podGroupToCreate,
         List<Pod> podsToCreate,
         List<PodDeletion> podsToDelete,

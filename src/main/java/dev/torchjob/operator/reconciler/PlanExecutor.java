@@ -81,13 +81,15 @@ public class PlanExecutor {
         plan.events().forEach(event -> eventsAndDeletes.add(call(() -> events.record(job, event))));
         plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
+        plan.servicesToDelete().forEach(service -> eventsAndDeletes.add(call(
+                () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
         inParallel(eventsAndDeletes);
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
         plan.podGroupToCreate().ifPresent(podGroup -> step("FailedCreatePodGroup", "PodGroup " + podGroup.getMetadata().getName(),
                 () -> createIgnoringExisting(() -> podGroups.create(podGroup))));
-        Uni<Void> service = plan.serviceToCreate().map(s -> call(() -> step("FailedCreateService", "Service " + s.getMetadata().getName(),
-                () -> createIgnoringExisting(() -> seenByNextPass(job, context, Service.class, client.services().resource(s).create())))))
-                .orElse(null);
+        List<Uni<Void>> serviceCreates = plan.servicesToCreate().stream().map(service -> call(() -> step("FailedCreateService",
+                "Service " + service.getMetadata().getName(), () -> createIgnoringExisting(
+                        () -> seenByNextPass(job, context, Service.class, client.services().resource(service).create()))))).toList();
         Set<String> created = ConcurrentHashMap.newKeySet();
         List<Uni<Void>> podCreates = plan.podsToCreate().stream().map(pod -> call(() -> step("FailedCreatePod",
                 "pod " + pod.getMetadata().getName(), () -> {
@@ -100,7 +102,9 @@ public class PlanExecutor {
                     }
                 }))).toList();
         try {
-            inSlowStartBatches(service, podCreates);
+            List<Uni<Void>> creates = new ArrayList<>(serviceCreates); // the Services first: they name the pods
+            creates.addAll(podCreates);
+            inSlowStartBatches(creates);
         } finally {
             // Only the pods this pass did create are reported: not those refused, nor those that existed.
             plan.podsCreated().filter(report -> !created.isEmpty()).ifPresent(report -> events.record(job, report.event(
@@ -109,26 +113,19 @@ public class PlanExecutor {
     }
 
     /**
-     * Pod creates in batches of 1, 2, 4, … up to {@link #MAX_CALLS_AT_ONCE}, the Service with the
-     * first; a batch with a refusal ends the pass. So a job whose pods the API server refuses costs
-     * one refused call per pass, not one per replica, and no job holds more than a bounded share of
-     * the client while others wait (the Kubernetes Job controller creates pods the same way).
+     * Creates in batches of 1, 2, 4, … up to {@link #MAX_CALLS_AT_ONCE}; a batch with a refusal ends
+     * the pass. So a job whose pods the API server refuses costs one refused call per pass, not one per
+     * replica, and no job holds more than a bounded share of the client while others wait (the
+     * Kubernetes Job controller creates pods the same way).
      */
-    private static void inSlowStartBatches(Uni<Void> service, List<Uni<Void>> podCreates) {
+    private static void inSlowStartBatches(List<Uni<Void>> creates) {
         int next = 0;
         int batch = 1;
-        boolean first = true;
-        while (next < podCreates.size() || (first && service != null)) {
-            List<Uni<Void>> calls = new ArrayList<>();
-            if (first && service != null) {
-                calls.add(service);
-            }
-            int end = Math.min(podCreates.size(), next + batch);
-            calls.addAll(podCreates.subList(next, end));
-            inParallel(calls);
+        while (next < creates.size()) {
+            int end = Math.min(creates.size(), next + batch);
+            inParallel(creates.subList(next, end));
             next = end;
             batch = Math.min(batch * 2, MAX_CALLS_AT_ONCE);
-            first = false;
         }
     }
 
@@ -204,6 +201,16 @@ public class PlanExecutor {
         } catch (KubernetesClientException e) {
             // Gone already, or replaced by a newer pod our cache had not seen: nothing to delete.
             if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND && e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+        }
+    }
+
+    private void deleteService(String namespace, String name) {
+        try {
+            client.services().inNamespace(namespace).withName(name).delete();
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND) {
                 throw e;
             }
         }

@@ -12,16 +12,14 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.ReplicaSpec;
-import dev.torchjob.operator.api.ReplicaStatus;
 import dev.torchjob.operator.api.RunPolicy;
-import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.CountedRestart;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
-import dev.torchjob.operator.engine.JobState.ReplicaState;
 import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.status.ReplicaRecords;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
@@ -84,17 +82,7 @@ public final class T9kModel {
         if (status == null) {
             return JobState.NEW;
         }
-        List<ReplicaGroupState> groups = new ArrayList<>();
-        for (TaskStatus task : status.tasks == null ? List.<TaskStatus>of() : status.tasks) {
-            List<ReplicaState> replicas = new ArrayList<>();
-            for (ReplicaStatus replica : task.replicas) {
-                replicas.add(new ReplicaState(replica.name, replica.uid,
-                        replica.phase == null ? null : JobState.ReplicaPhase.valueOf(replica.phase.name()),
-                        replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
-                        replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow));
-            }
-            groups.add(new ReplicaGroupState(task.type, task.restartCount == null ? 0 : task.restartCount, replicas));
-        }
+        List<ReplicaGroupState> groups = ReplicaRecords.state(status.tasks);
         List<CountedRestart> counted = status.countedRestarts == null ? List.of()
                 : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid, instant(c.restartAt))).toList();
         JobCondition paused = Conditions.find(status.conditions, JobCondition.PAUSED);

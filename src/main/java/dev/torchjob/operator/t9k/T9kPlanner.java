@@ -18,9 +18,6 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.api.ReplicaPhase;
-import dev.torchjob.operator.api.ReplicaStatus;
-import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.Decision.PodRequest;
 import dev.torchjob.operator.engine.Engine;
@@ -32,6 +29,7 @@ import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.status.ReplicaRecords;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
@@ -99,7 +97,7 @@ public final class T9kPlanner {
         PyTorchTrainingJobStatus next = status(job, previous, decision, wording);
         specInForce(next, submitted, model, rejectedEdit, rejectedBefore, decision.decidedAt());
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
-        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), Optional.ofNullable(service),
+        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
                 decision.podsCreated(), decision.restarts(), decision.recheckAfter());
     }
@@ -176,7 +174,7 @@ public final class T9kPlanner {
         next.countedRestarts = state.countedRestarts().isEmpty() ? null
                 : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid(),
                         c.restartAt() == null ? null : c.restartAt().toString())).toList();
-        next.tasks = tasks(state);
+        next.tasks = ReplicaRecords.of(state);
         next.aggregate = new AggregateStatus();
         next.tasks.forEach(task -> task.replicas.forEach(replica -> next.aggregate.add(replica.phase)));
         if (state.elasticReplicas() != null) {
@@ -185,34 +183,6 @@ public final class T9kPlanner {
         }
         next.conditions = T9kConditions.of(previous.conditions, decision, wording);
         return next;
-    }
-
-    private static List<TaskStatus> tasks(JobState state) {
-        List<TaskStatus> tasks = new ArrayList<>();
-        for (JobState.ReplicaGroupState group : state.replicaGroups()) {
-            TaskStatus task = new TaskStatus();
-            task.type = group.type();
-            task.restartCount = group.restartCount();
-            for (JobState.ReplicaState replica : group.replicas()) {
-                ReplicaStatus status = new ReplicaStatus();
-                status.name = replica.name();
-                status.uid = replica.uid();
-                status.phase = replica.phase() == null ? null : ReplicaPhase.valueOf(replica.phase().name());
-                status.lastFailure = replica.lastFailure();
-                status.failuresInARow = replica.failuresInARow() == 0 ? null : replica.failuresInARow();
-                for (JobState.ContainerState container : replica.containers()) {
-                    ReplicaStatus.ContainerStatus c = new ReplicaStatus.ContainerStatus();
-                    c.name = container.name();
-                    c.state = container.state();
-                    c.exitCode = container.exitCode();
-                    c.reason = container.reason();
-                    status.containers.add(c);
-                }
-                task.replicas.add(status);
-            }
-            tasks.add(task);
-        }
-        return tasks;
     }
 
     /**

@@ -2,7 +2,7 @@ package dev.torchjob.operator.t9k;
 
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.RestartBackoff;
-import dev.torchjob.operator.engine.TrainingContainer;
+import dev.torchjob.operator.testing.PodFates;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Plan;
 import java.time.Instant;
@@ -13,10 +13,7 @@ import java.util.Map;
 import java.util.UUID;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
-import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodConditionBuilder;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
@@ -74,7 +71,9 @@ final class InMemoryCluster {
 
     void applyPods(Plan<PyTorchTrainingJobStatus> plan) {
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
-        plan.serviceToCreate().ifPresent(s -> serviceExists = true);
+        if (!plan.servicesToCreate().isEmpty()) {
+            serviceExists = true;
+        }
         plan.podGroupToCreate().ifPresent(g -> podGroupExists = true);
         for (Pod pod : plan.podsToCreate()) {
             Pod created = SERIALIZATION.clone(pod);
@@ -90,7 +89,7 @@ final class InMemoryCluster {
         for (int i = 0; i < 20; i++) {
             Plan<PyTorchTrainingJobStatus> plan = reconcile();
             if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
-                    && plan.serviceToCreate().isEmpty() && plan.podGroupToCreate().isEmpty()) {
+                    && plan.servicesToCreate().isEmpty() && plan.podGroupToCreate().isEmpty()) {
                 return;
             }
         }
@@ -106,10 +105,7 @@ final class InMemoryCluster {
     }
 
     void run(String name) {
-        Pod pod = pods.get(name);
-        pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()
-                .withName(TrainingContainer.of(pod.getSpec().getContainers()).getName())
-                .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build()).build());
+        PodFates.running(pods.get(name));
     }
 
     void exit(String name, int exitCode) {
@@ -118,20 +114,11 @@ final class InMemoryCluster {
 
     /** The container ends; {@code message} is its termination message (its last log lines, with FallbackToLogsOnError). */
     void exit(String name, int exitCode, String message) {
-        Pod pod = pods.get(name);
-        pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
-                .withContainerStatuses(new ContainerStatusBuilder()
-                        .withName(TrainingContainer.of(pod.getSpec().getContainers()).getName())
-                        .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
-                                .withReason(exitCode == 137 ? "OOMKilled" : exitCode == 0 ? "Completed" : "Error")
-                                .withMessage(message).endTerminated().build())
-                        .build())
-                .build());
+        PodFates.exited(pods.get(name), exitCode, message);
     }
 
     void evict(String name) {
-        pods.get(name).setStatus(new PodStatusBuilder().withPhase("Failed").withReason("Evicted")
-                .withConditions(new PodConditionBuilder().withType("DisruptionTarget").withStatus("True").build()).build());
+        PodFates.evicted(pods.get(name));
     }
 
     void vanish(String name) {

@@ -44,7 +44,7 @@ class PlannerLifecycleTest {
     void firstPassCreatesTheServiceAndEveryPodAtOnce() {
         InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
         Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
-        assertTrue(plan.serviceToCreate().isPresent());
+        assertEquals(1, plan.servicesToCreate().size());
         assertEquals(List.of("demo-master-0", "demo-worker-0", "demo-worker-1"),
                 plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
         assertEquals(JobPhase.Pending, plan.status().phase);
@@ -165,7 +165,7 @@ class PlannerLifecycleTest {
         assertEquals("InvalidSpec", failed.reason);
         assertTrue(failed.message.contains("spec.replicaSpecs[0].replicas"), failed.message);
         assertTrue(plan.podsToCreate().isEmpty());
-        assertTrue(plan.serviceToCreate().isEmpty());
+        assertTrue(plan.servicesToCreate().isEmpty());
         assertTrue(plan.events().stream().anyMatch(e -> e.reason().equals("InvalidSpec")));
         Plan<PyTorchTrainingJobStatus> again = cluster.reconcile();
         assertFalse(again.statusChanged());

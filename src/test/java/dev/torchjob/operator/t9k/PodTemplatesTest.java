@@ -268,7 +268,7 @@ class PodTemplatesTest {
     @Test
     void headlessServiceSelectsTheJobsPodsAndPublishesNotReadyAddresses() {
         InMemoryCluster cluster = new InMemoryCluster(PS_WORKERS);
-        var service = cluster.plan().serviceToCreate().orElseThrow();
+        var service = cluster.plan().servicesToCreate().get(0);
         assertEquals("demo", service.getMetadata().getName());
         assertEquals("None", service.getSpec().getClusterIP());
         assertTrue(service.getSpec().getPublishNotReadyAddresses());

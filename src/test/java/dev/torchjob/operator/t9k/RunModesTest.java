@@ -170,7 +170,7 @@ class RunModesTest {
         InMemoryCluster cluster = cluster("runMode: {pause: {enabled: true}}", false);
         Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertTrue(plan.podsToCreate().isEmpty());
-        assertTrue(plan.serviceToCreate().isEmpty());
+        assertTrue(plan.servicesToCreate().isEmpty());
         assertEquals(JobPhase.Paused, plan.status().phase);
         assertTrue(condition(cluster, "Paused").isTrue());
         assertNull(plan.status().startTime);

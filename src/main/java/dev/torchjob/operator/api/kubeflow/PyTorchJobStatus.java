@@ -12,6 +12,8 @@ import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.Unreadable;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
@@ -40,6 +42,15 @@ public class PyTorchJobStatus implements Unreadable.Part {
 
     @JsonPropertyDescription("metadata.generation of the spec this status describes.")
     public Long observedGeneration;
+
+    @JsonPropertyDescription("This operator's phase of the job: Pending, Running, Paused (suspended), Resuming, Succeeded or Failed.")
+    public JobPhase phase;
+
+    @JsonPropertyDescription("Why the job failed, as this operator names it: InvalidSpec, BackoffLimitExceeded, ReplicaFailedPermanently or DeadlineExceeded.")
+    public String failureReason;
+
+    @JsonPropertyDescription("Every replica by type, as last seen: its pod's UID and phase, how it last failed, restarts counted.")
+    public List<TaskStatus> tasks;
 
     @JsonPropertyDescription("Restarts counted against runPolicy.backoffLimit: in place (container restarts) and recreated pods, each once.")
     public Integer backoffCount;

@@ -1,0 +1,246 @@
+package dev.torchjob.operator.kubeflow;
+
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
+import dev.torchjob.operator.api.kubeflow.KubeflowReplicaStatus;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Decision;
+import dev.torchjob.operator.engine.Engine;
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.JobState.Pause;
+import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.Observation;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Plan.DeletionReason;
+import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.engine.Wording;
+import dev.torchjob.operator.status.ReplicaRecords;
+import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+
+/**
+ * The PyTorchJob adapter: the job and its status into the engine's model, the engine's decision
+ * back into Kubeflow's status, pods, Services and events. Pure.
+ */
+public final class KubeflowPlanner {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private KubeflowPlanner() {
+    }
+
+    /**
+     * One pass. {@code services}: the names of the job's Services that exist; {@code createdPods}:
+     * pods this operator created that no status named yet (see {@link Observation}).
+     */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services, Instant now,
+            Map<String, String> createdPods, RestartBackoff backoff) {
+        TrainingJob model = KubeflowModel.job(job);
+        boolean servicesExist = model.problem().isPresent()
+                || JobTopology.of(model).slots().stream().allMatch(slot -> services.contains(slot.podName()));
+        Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, Observation.PodGroupState.NOT_NEEDED, now,
+                createdPods);
+        JobState before = state(job.getStatus());
+        Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName()), backoff);
+
+        List<Pod> podsToCreate = new ArrayList<>();
+        List<Service> servicesToCreate = new ArrayList<>();
+        if (decision.createService() || !decision.podsToCreate().isEmpty()) {
+            JobTopology topology = JobTopology.of(model);
+            KubeflowPods templates = new KubeflowPods(job, topology);
+            decision.podsToCreate().forEach(request -> podsToCreate.add(templates.pod(request.slot())));
+            if (decision.createService()) {
+                topology.slots().stream().filter(slot -> !services.contains(slot.podName())).forEach(slot -> servicesToCreate.add(templates.service(slot)));
+            }
+        }
+        // A replica's Service goes with its pod when the pod goes for good; a restart keeps it.
+        List<String> servicesToDelete = decision.podsToDelete().stream().filter(d -> d.reason() != DeletionReason.RESTART)
+                .map(Plan.PodDeletion::name).filter(services::contains).toList();
+
+        PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
+        PyTorchJobStatus next = status(job, previous, decision, pods);
+        boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
+        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
+                java.util.Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.events(), decision.podsCreated(),
+                decision.restarts(), decision.recheckAfter());
+    }
+
+    /** What the last status written says, in the engine's terms. */
+    public static JobState state(PyTorchJobStatus status) {
+        if (status == null) {
+            return JobState.NEW;
+        }
+        KubeflowCondition suspended = KubeflowConditions.find(status.conditions, KubeflowConditions.SUSPENDED);
+        Pause pause = suspended == null ? Pause.NEVER : "True".equals(suspended.status) ? Pause.PAUSED : Pause.NOT_PAUSED;
+        KubeflowCondition running = KubeflowConditions.find(status.conditions, KubeflowConditions.RUNNING);
+        Outcome outcome = status.phase == JobPhase.Succeeded ? Outcome.Succeeded
+                : status.phase == JobPhase.Failed && status.failureReason != null ? outcomeOf(status.failureReason) : null;
+        return new JobState(
+                status.observedGeneration != null,
+                status.phase == null ? null : JobState.Phase.valueOf(status.phase.name()),
+                instant(status.startTime),
+                instant(status.completionTime),
+                status.backoffCount == null ? 0 : status.backoffCount,
+                status.countedRestarts == null ? List.of()
+                        : status.countedRestarts.stream().map(c -> new JobState.CountedRestart(c.pod, c.uid, instant(c.restartAt))).toList(),
+                ReplicaRecords.state(status.tasks),
+                null,
+                false,
+                running != null && "True".equals(running.status),
+                pause,
+                false,
+                outcome);
+    }
+
+    private static Outcome outcomeOf(String reason) {
+        try {
+            return Outcome.valueOf(reason);
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private static PyTorchJobStatus status(PyTorchJob job, PyTorchJobStatus previous, Decision decision, Collection<Pod> pods) {
+        JobState state = decision.state();
+        PyTorchJobStatus next = JSON.convertValue(previous, PyTorchJobStatus.class);
+        String name = job.getMetadata().getName();
+        next.conditions = KubeflowConditions.of(previous.conditions, decision, name);
+        next.replicaStatuses = replicaStatuses(job, state, pods);
+        next.startTime = state.startTime() == null ? null : state.startTime().toString();
+        next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
+        next.observedGeneration = job.getMetadata().getGeneration();
+        next.phase = JobPhase.valueOf(state.phase().name());
+        next.failureReason = state.outcome() != null && state.outcome().isFailure() ? state.outcome().name() : null;
+        next.backoffCount = state.backoffCount();
+        next.countedRestarts = state.countedRestarts().isEmpty() ? null
+                : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid(),
+                        c.restartAt() == null ? null : c.restartAt().toString())).toList();
+        next.tasks = ReplicaRecords.of(state);
+        return next;
+    }
+
+    /** Pods of each type by state, as Kubeflow counts them; once the job succeeded, the active ones count as succeeded. */
+    private static Map<String, KubeflowReplicaStatus> replicaStatuses(PyTorchJob job, JobState state, Collection<Pod> pods) {
+        Map<String, KubeflowReplicaStatus> statuses = new LinkedHashMap<>();
+        if (job.getSpec() == null || job.getSpec().unreadable != null) {
+            return statuses;
+        }
+        String name = job.getMetadata().getName();
+        for (String type : ReplicaTypes.of(job.getSpec()).keySet()) {
+            int active = 0;
+            int succeeded = 0;
+            int failed = 0;
+            for (Pod pod : pods) {
+                var labels = pod.getMetadata().getLabels();
+                boolean ofType = labels != null && name.equals(labels.get(KubeflowLabels.JOB_NAME))
+                        && type.toLowerCase(Locale.ROOT).equals(labels.get(KubeflowLabels.REPLICA_TYPE));
+                String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+                if (!ofType || phase == null) {
+                    continue;
+                }
+                switch (phase) {
+                    case "Running" -> {
+                        if (pod.getMetadata().getDeletionTimestamp() != null) {
+                            failed++; // its node is gone: Kubeflow counts it failed
+                        } else {
+                            active++;
+                        }
+                    }
+                    case "Succeeded" -> succeeded++;
+                    case "Failed" -> failed++;
+                    default -> {
+                    }
+                }
+            }
+            if (state.outcome() == Outcome.Succeeded) {
+                succeeded += active;
+                active = 0;
+            }
+            if (state.pause() == Pause.PAUSED) {
+                active = 0;
+            }
+            KubeflowReplicaStatus status = new KubeflowReplicaStatus();
+            status.active = active == 0 ? null : active;
+            status.succeeded = succeeded == 0 ? null : succeeded;
+            status.failed = failed == 0 ? null : failed;
+            Map<String, String> matchLabels = new LinkedHashMap<>();
+            matchLabels.put(KubeflowLabels.OPERATOR_NAME, KubeflowLabels.OPERATOR);
+            matchLabels.put(KubeflowLabels.JOB_NAME, name);
+            matchLabels.put(KubeflowLabels.REPLICA_TYPE, type.toLowerCase(Locale.ROOT));
+            status.labelSelector = new LabelSelectorBuilder().withMatchLabels(matchLabels).build();
+            status.selector = KubeflowLabels.selectorOfType(name, type);
+            statuses.put(type, status);
+        }
+        return statuses;
+    }
+
+    /** The status with ReconcileError set or cleared; empty when it says so already. */
+    public static java.util.Optional<PyTorchJobStatus> withReconcileError(PyTorchJobStatus status, String reason, String message,
+            Instant now) {
+        PyTorchJobStatus current = status == null ? new PyTorchJobStatus() : status;
+        List<KubeflowCondition> conditions = KubeflowConditions.withReconcileError(current.conditions, reason, message,
+                now.truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString());
+        if (conditions == null) {
+            return java.util.Optional.empty();
+        }
+        PyTorchJobStatus next = JSON.convertValue(current, PyTorchJobStatus.class);
+        next.conditions = conditions;
+        return java.util.Optional.of(next);
+    }
+
+    private static Wording wording(String job) {
+        return new Wording() {
+            @Override
+            public String paused() {
+                return "PyTorchJob " + job + " is suspended.";
+            }
+
+            @Override
+            public String pausing(int podsLeft) {
+                return "PyTorchJob " + job + " is being suspended: " + podsLeft + " pod(s) left to delete.";
+            }
+
+            @Override
+            public String resuming() {
+                return "PyTorchJob " + job + " is resumed.";
+            }
+
+            @Override
+            public String pauseIgnored(JobState.Phase phase) {
+                return "PyTorchJob " + job + " has finished (" + phase + "); runPolicy.suspend changes nothing.";
+            }
+
+            @Override
+            public String awaitingAdmission() {
+                return "PyTorchJob " + job + " waits to be admitted.";
+            }
+        };
+    }
+
+    private static Instant instant(String text) {
+        if (text == null) {
+            return null;
+        }
+        try {
+            return Instant.parse(text);
+        } catch (DateTimeParseException e) {
+            return null;
+        }
+    }
+}

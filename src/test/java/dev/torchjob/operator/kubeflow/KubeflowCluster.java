@@ -1,0 +1,87 @@
+package dev.torchjob.operator.kubeflow;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.testing.PodFates;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * A PyTorchJob, its pods and Services held in memory, changed only by applying plans (as the
+ * executor does) and by the test playing kubelet: whole scenarios without an API server.
+ */
+final class KubeflowCluster {
+    static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
+
+    PyTorchJob job;
+    final Map<String, Pod> pods = new LinkedHashMap<>();
+    final Set<String> services = new LinkedHashSet<>();
+    final List<Plan<PyTorchJobStatus>> plans = new ArrayList<>();
+    Instant now = Instant.parse("2026-01-01T00:00:00Z");
+    RestartBackoff backoff = RestartBackoff.NONE;
+
+    KubeflowCluster(String yaml) {
+        this.job = KubeflowModelTest.parse(yaml);
+    }
+
+    Plan<PyTorchJobStatus> reconcile() {
+        Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services, now, Map.of(), backoff);
+        plans.add(plan);
+        job.setStatus(plan.status());
+        plan.podsToDelete().forEach(d -> pods.remove(d.name()));
+        plan.servicesToDelete().forEach(services::remove);
+        plan.servicesToCreate().forEach(s -> services.add(s.getMetadata().getName()));
+        for (Pod pod : plan.podsToCreate()) {
+            Pod created = SERIALIZATION.clone(pod);
+            created.getMetadata().setUid(UUID.randomUUID().toString());
+            created.setStatus(new PodStatusBuilder().withPhase("Pending").build());
+            pods.put(created.getMetadata().getName(), created);
+        }
+        return plan;
+    }
+
+    /** Reconciles until a pass changes nothing. */
+    void settle() {
+        for (int i = 0; i < 20; i++) {
+            Plan<PyTorchJobStatus> plan = reconcile();
+            if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
+                    && plan.servicesToCreate().isEmpty() && plan.servicesToDelete().isEmpty()) {
+                return;
+            }
+        }
+        throw new AssertionError("planner did not settle");
+    }
+
+    void runAll() {
+        pods.values().forEach(PodFates::running);
+    }
+
+    void exit(String name, int exitCode) {
+        PodFates.exited(pods.get(name), exitCode, null);
+    }
+
+    void restartInPlace(String name, int exitCode) {
+        PodFates.restartedInPlace(pods.get(name), exitCode);
+    }
+
+    List<String> conditionTypes() {
+        return job.getStatus().conditions.stream().map(c -> c.type + "=" + c.status).toList();
+    }
+
+    String state() {
+        var conditions = job.getStatus().conditions;
+        return conditions.get(conditions.size() - 1).type;
+    }
+}

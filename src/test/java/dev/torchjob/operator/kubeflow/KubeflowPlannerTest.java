@@ -1,0 +1,204 @@
+package dev.torchjob.operator.kubeflow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
+import dev.torchjob.operator.api.kubeflow.KubeflowReplicaStatus;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Plan;
+
+/** Whole PyTorchJob lifecycles through the planner: Kubeflow's status, conditions and clean-up, restarts counted once. */
+class KubeflowPlannerTest {
+    static final String POD = "{spec: {containers: [{name: pytorch, image: torch}]}}";
+
+    static KubeflowCluster job(String spec) {
+        return new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n" + spec.indent(2));
+    }
+
+    static KubeflowCondition condition(KubeflowCluster cluster, String type) {
+        return KubeflowConditions.find(cluster.job.getStatus().conditions, type);
+    }
+
+    static KubeflowReplicaStatus replicas(KubeflowCluster cluster, String type) {
+        return cluster.job.getStatus().replicaStatuses.get(type);
+    }
+
+    @Test
+    void theSeedJobRunsAndSucceedsWithKubeflowsStatus() throws IOException {
+        KubeflowCluster cluster = new KubeflowCluster(Files.readString(Path.of("kubernetes/examples/kubeflow/02-mnist-gloo-demo.yaml")));
+        String job = "pytorch-dist-mnist-gloo-demo";
+        cluster.settle();
+        assertEquals(Set.of(job + "-master-0", job + "-worker-0", job + "-worker-1", job + "-worker-2"), cluster.pods.keySet());
+        assertEquals(cluster.pods.keySet(), cluster.services, "one Service per replica, named as its pod");
+        assertEquals("Created", cluster.state());
+        assertEquals("PyTorchJob " + job + " is created.", condition(cluster, "Created").message);
+        assertNotNull(cluster.job.getStatus().startTime);
+
+        cluster.runAll();
+        cluster.settle();
+        assertEquals("Running", cluster.state());
+        assertEquals("PyTorchJobRunning", condition(cluster, "Running").reason);
+        assertEquals("PyTorchJob " + job + " is running.", condition(cluster, "Running").message);
+        assertEquals(1, replicas(cluster, "Master").active);
+        assertEquals(3, replicas(cluster, "Worker").active);
+        assertEquals("training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/job-name=" + job
+                + ",training.kubeflow.org/replica-type=worker", replicas(cluster, "Worker").selector);
+        assertEquals("worker", replicas(cluster, "Worker").labelSelector.getMatchLabels().get("training.kubeflow.org/replica-type"));
+
+        cluster.exit(job + "-master-0", 0);
+        Plan<PyTorchJobStatus> done = cluster.reconcile();
+        assertEquals(List.of("Created=True", "Running=False", "Succeeded=True"), cluster.conditionTypes());
+        assertEquals("PyTorchJobSucceeded", condition(cluster, "Succeeded").reason);
+        assertEquals("PyTorchJob " + job + " is successfully completed.", condition(cluster, "Succeeded").message);
+        assertNotNull(done.status().completionTime);
+        assertEquals(JobPhase.Succeeded, done.status().phase);
+        assertEquals(1, replicas(cluster, "Master").succeeded);
+        assertEquals(3, replicas(cluster, "Worker").succeeded, "workers still running count as succeeded once the job did");
+        assertNull(replicas(cluster, "Worker").active);
+        assertEquals(4, cluster.pods.size(), "cleanPodPolicy None keeps the pods");
+        cluster.settle();
+        assertTrue(cluster.reconcile().podsToCreate().isEmpty());
+    }
+
+    @Test
+    void inPlaceRestartsAreCountedOnceAndTheJobFailsWhenTheyReachBackoffLimit() {
+        KubeflowCluster cluster = job("runPolicy: {backoffLimit: 2}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+                + "}\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.restartInPlace("j-worker-1", 1);
+        Plan<PyTorchJobStatus> restarted = cluster.reconcile();
+        assertEquals(1, restarted.status().backoffCount);
+        assertEquals("Restarting", cluster.state());
+        assertEquals("PyTorchJob j is restarting because 1 Worker replica(s) failed.", condition(cluster, "Restarting").message);
+        assertTrue(restarted.podsToDelete().isEmpty() && restarted.podsToCreate().isEmpty(), "the kubelet restarted it in place");
+        cluster.settle();
+        assertEquals("Running", cluster.state(), "Running replaces Restarting");
+        assertEquals(1, cluster.job.getStatus().backoffCount, "counted once");
+        assertEquals(List.of("Created", "Running"), cluster.job.getStatus().conditions.stream().map(c -> c.type).toList());
+
+        cluster.restartInPlace("j-master-0", 137);
+        Plan<PyTorchJobStatus> failed = cluster.reconcile();
+        assertEquals("Failed", cluster.state());
+        assertEquals("PyTorchJobFailed", condition(cluster, "Failed").reason);
+        assertTrue(condition(cluster, "Failed").message.startsWith("PyTorchJob j is failed because pod j-master-0 (container pytorch) "
+                + "exited with code 137 (OOMKilled) and was restarted in place; the restart budget is spent (backoffCount 2 of "
+                + "runPolicy.backoffLimit 2)"), condition(cluster, "Failed").message);
+        assertEquals("BackoffLimitExceeded", failed.status().failureReason);
+        assertNotNull(failed.status().completionTime);
+        List<String> conditions = cluster.conditionTypes();
+        cluster.exit("j-worker-0", 0);
+        cluster.settle();
+        assertEquals(conditions, cluster.conditionTypes(), "once Failed, no condition changes");
+    }
+
+    @Test
+    void underExitCodeAProgramErrorFailsTheJobAndASignalRecreatesThePodCountingIt() {
+        KubeflowCluster cluster = job("runPolicy: {backoffLimit: 3}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+                + "}\n  Worker: {replicas: 2, restartPolicy: ExitCode, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        String uid = cluster.pods.get("j-worker-0").getMetadata().getUid();
+        cluster.exit("j-worker-0", 137);
+        cluster.settle();
+        assertEquals(1, cluster.job.getStatus().backoffCount);
+        assertTrue(!uid.equals(cluster.pods.get("j-worker-0").getMetadata().getUid()), "recreated");
+        assertTrue(cluster.services.contains("j-worker-0"), "a restart keeps the replica's Service");
+
+        cluster.runAll();
+        cluster.settle();
+        cluster.exit("j-worker-1", 1);
+        cluster.reconcile();
+        assertEquals("Failed", cluster.state());
+        assertEquals("ReplicaFailedPermanently", cluster.job.getStatus().failureReason);
+        assertEquals(1, replicas(cluster, "Worker").failed);
+    }
+
+    @Test
+    void suspendDeletesPodsAndServicesCountsNothingAndResumingStartsAfresh() {
+        KubeflowCluster cluster = job("runPolicy: {backoffLimit: 3}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+                + "}\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        String firstStart = cluster.job.getStatus().startTime;
+        cluster.job.getSpec().runPolicy.suspend = true;
+        cluster.settle();
+        assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty(), "no pods and no Services while suspended");
+        assertEquals("Suspended", cluster.state());
+        assertEquals("PyTorchJobSuspended", condition(cluster, "Suspended").reason);
+        assertEquals("False", condition(cluster, "Running").status);
+        assertEquals(0, cluster.job.getStatus().backoffCount, "deleting them counted nothing");
+        assertNull(replicas(cluster, "Worker").active);
+
+        cluster.now = cluster.now.plusSeconds(60);
+        cluster.job.getSpec().runPolicy.suspend = false;
+        cluster.settle();
+        assertEquals(3, cluster.pods.size());
+        assertEquals(3, cluster.services.size());
+        assertEquals("False", condition(cluster, "Suspended").status);
+        assertEquals("PyTorchJobResumed", condition(cluster, "Suspended").reason);
+        assertTrue(!firstStart.equals(cluster.job.getStatus().startTime), "startTime is reset on resume");
+    }
+
+    @Test
+    void cleanPodPolicyRunningDeletesTheUnfinishedPodsAndTheirServicesWhenTheJobEnds() {
+        KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: Running}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+                + "}\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.exit("j-master-0", 0);
+        cluster.settle();
+        assertEquals(Set.of("j-master-0"), cluster.pods.keySet(), "the running workers are deleted, the finished master kept");
+        assertEquals(Set.of("j-master-0"), cluster.services);
+        assertEquals("Succeeded", cluster.state());
+    }
+
+    @Test
+    void cleanPodPolicyAllDeletesEveryPodAndService() {
+        KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: All}\npytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.exit("j-worker-0", 0);
+        cluster.exit("j-worker-1", 0);
+        cluster.settle();
+        assertEquals("Succeeded", cluster.state(), "without a Master, every worker succeeded");
+        assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty());
+    }
+
+    @Test
+    void anInvalidJobFailsAtOnceNamingTheFieldAndCreatesNothing() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Master: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        assertEquals("Failed", cluster.state());
+        assertEquals("InvalidSpec", cluster.job.getStatus().failureReason);
+        assertTrue(condition(cluster, "Failed").message.contains("spec.pytorchReplicaSpecs.Master.replicas must be 1"));
+        assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty());
+    }
+
+    @Test
+    void aSettledJobWritesNothing() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        Plan<PyTorchJobStatus> idle = cluster.reconcile();
+        assertTrue(!idle.statusChanged() && idle.podsToCreate().isEmpty() && idle.servicesToCreate().isEmpty());
+    }
+}

@@ -1,0 +1,62 @@
+package dev.torchjob.operator.testing;
+
+import dev.torchjob.operator.engine.TrainingContainer;
+import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodConditionBuilder;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+
+/**
+ * What the kubelet and the cluster do to a pod, as status the planners read: it runs, its training
+ * container exits, the kubelet restarts it in place, it is evicted. For the in-memory planner tests
+ * of every job API.
+ */
+public final class PodFates {
+    private PodFates() {
+    }
+
+    public static void running(Pod pod) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()
+                .withName(TrainingContainer.of(pod).getName()).withRestartCount(restarts(pod))
+                .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build()).build());
+    }
+
+    /** The training container ends; {@code message} is its termination message (its last log lines, with FallbackToLogsOnError). */
+    public static void exited(Pod pod, int exitCode, String message) {
+        pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
+                .withContainerStatuses(new ContainerStatusBuilder()
+                        .withName(TrainingContainer.of(pod).getName()).withRestartCount(restarts(pod))
+                        .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
+                                .withReason(reason(exitCode)).withMessage(message).endTerminated().build())
+                        .build())
+                .build());
+    }
+
+    /** The training container exited and the kubelet started it again (pod restartPolicy OnFailure or Always): the pod stays Running. */
+    public static void restartedInPlace(Pod pod, int exitCode) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()
+                .withName(TrainingContainer.of(pod).getName()).withRestartCount(restarts(pod) + 1)
+                .withState(new ContainerStateBuilder().withNewRunning().endRunning().build())
+                .withLastState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason(exitCode))
+                        .endTerminated().build())
+                .build()).build());
+    }
+
+    public static void evicted(Pod pod) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Failed").withReason("Evicted")
+                .withConditions(new PodConditionBuilder().withType("DisruptionTarget").withStatus("True").build()).build());
+    }
+
+    private static String reason(int exitCode) {
+        return exitCode == 137 ? "OOMKilled" : exitCode == 0 ? "Completed" : "Error";
+    }
+
+    private static int restarts(Pod pod) {
+        if (pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null) {
+            return 0;
+        }
+        return pod.getStatus().getContainerStatuses().stream().mapToInt(s -> s.getRestartCount() == null ? 0 : s.getRestartCount())
+                .max().orElse(0);
+    }
+}
