@@ -17,7 +17,6 @@ import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
 import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
-import dev.torchjob.operator.engine.JobState.ReplicaPhase;
 import dev.torchjob.operator.engine.JobState.ReplicaState;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
@@ -266,7 +265,7 @@ public final class Engine {
                 ledger.countInPlace();
                 restartsThisPass.merge(restarted.slot().type(), 1, Integer::sum);
                 restarts.add(new Plan.RestartCounted(restarted.slot().type(),
-                        ending.exitCode() != null ? ending.exitCode().toString() : "in-place"));
+                        ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true));
                 if (ledger.backoffCount() > job.runPolicy().restartsAllowed()) {
                     view.restartedInPlace(ending, restarted.restarts());
                     String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
@@ -350,11 +349,10 @@ public final class Engine {
             pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.PAUSE));
             boolean allGone = pods.isEmpty();
             ledger.close();
-            // Pods deleted by the pause are forgotten, so resuming never takes them for vanished.
+            // Pods deleted by the pause are forgotten at once, so a resume, however soon, never takes them for vanished.
             replicaGroups = view.of(topology, false, Map.of()).stream()
                     .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
-                            .map(r -> r.phase() == ReplicaPhase.Deleted
-                                    ? new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure(), r.failuresInARow()) : r)
+                            .map(r -> new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure(), r.failuresInARow()))
                             .toList()))
                     .toList();
             phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();

@@ -43,8 +43,14 @@ public record Plan<S>(
         }
     }
 
-    /** A restart this plan counts: which replica type, and why (exit code, evicted, vanished, succeeded). */
-    public record RestartCounted(String replicaType, String cause) {
+    /**
+     * A restart this plan counts: which replica type, why (exit code, evicted, vanished, succeeded),
+     * and whether the kubelet made it in place (nothing is recreated).
+     */
+    public record RestartCounted(String replicaType, String cause, boolean inPlace) {
+        public RestartCounted(String replicaType, String cause) {
+            this(replicaType, cause, false);
+        }
     }
 
     public enum DeletionReason {

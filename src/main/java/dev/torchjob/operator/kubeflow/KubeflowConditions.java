@@ -43,12 +43,14 @@ public final class KubeflowConditions {
         next.set(CREATED, true, "PyTorchJobCreated", "PyTorchJob " + job + " is created.");
         Situation situation = decision.situation();
         if (situation instanceof Situation.Active) {
-            if (decision.resumed()) {
+            if (next.isTrue(SUSPENDED)) {
                 next.set(SUSPENDED, false, "PyTorchJobResumed", "PyTorchJob " + job + " is resumed.");
             }
-            if (!decision.restarts().isEmpty()) {
+            // As in Kubeflow, only pods the operator recreates make the job Restarting; the kubelet's in-place restarts do not.
+            List<Plan.RestartCounted> recreated = decision.restarts().stream().filter(r -> !r.inPlace()).toList();
+            if (!recreated.isEmpty()) {
                 next.set(RESTARTING, true, "PyTorchJobRestarting", "PyTorchJob " + job + " is restarting because "
-                        + restarted(decision.restarts()) + " replica(s) failed.");
+                        + restarted(recreated) + " replica(s) failed.");
             } else if (decision.state().running()) {
                 next.set(RUNNING, true, "PyTorchJobRunning", "PyTorchJob " + job + " is running.");
             }

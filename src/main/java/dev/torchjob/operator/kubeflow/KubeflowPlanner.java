@@ -87,6 +87,8 @@ public final class KubeflowPlanner {
             return JobState.NEW;
         }
         KubeflowCondition suspended = KubeflowConditions.find(status.conditions, KubeflowConditions.SUSPENDED);
+        // Suspended turns True at the first pass of a suspension, which forgets the pods it deletes: resuming
+        // then, even before they are gone, starts the job anew.
         Pause pause = suspended == null ? Pause.NEVER : "True".equals(suspended.status) ? Pause.PAUSED : Pause.NOT_PAUSED;
         KubeflowCondition running = KubeflowConditions.find(status.conditions, KubeflowConditions.RUNNING);
         Outcome outcome = status.phase == JobPhase.Succeeded ? Outcome.Succeeded

@@ -9,6 +9,7 @@ import java.util.function.Predicate;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -139,5 +140,34 @@ public final class OperatorHarness {
 
     public void runAll() {
         pods().forEach(p -> kubelet.run(p.getMetadata().getName()));
+    }
+
+    // ---- kubeflow.org/v1 PyTorchJob --------------------------------------------------------------
+
+    public PyTorchJob submitPyTorchJob(String yaml) {
+        PyTorchJob job = client.getKubernetesSerialization().unmarshal(yaml, PyTorchJob.class);
+        return client.resources(PyTorchJob.class).inNamespace(namespace).resource(job).create();
+    }
+
+    public PyTorchJob pytorchJob(String name) {
+        return client.resources(PyTorchJob.class).inNamespace(namespace).withName(name).get();
+    }
+
+    public PyTorchJob awaitPyTorchJob(String name, Predicate<PyTorchJob> condition) {
+        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+            PyTorchJob job = pytorchJob(name);
+            return job != null && job.getStatus() != null && condition.test(job);
+        });
+        return pytorchJob(name);
+    }
+
+    /** Waits until the job's last condition (the State column) is this type. */
+    public PyTorchJob awaitState(String name, String state) {
+        return awaitPyTorchJob(name, j -> !j.getStatus().conditions.isEmpty()
+                && state.equals(j.getStatus().conditions.get(j.getStatus().conditions.size() - 1).type));
+    }
+
+    public List<String> serviceNames() {
+        return client.services().inNamespace(namespace).list().getItems().stream().map(s -> s.getMetadata().getName()).sorted().toList();
     }
 }

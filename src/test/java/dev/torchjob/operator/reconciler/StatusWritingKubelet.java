@@ -50,6 +50,19 @@ public final class StatusWritingKubelet implements Kubelet {
         setStatus(podName, "Failed", "Evicted", List.of());
     }
 
+    /** The training container exited with this code and the kubelet started it again in place: restartCount grows, the pod stays Running. */
+    public void restartInPlace(String podName, int exitCode) {
+        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
+        int restarts = pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null ? 0
+                : pod.getStatus().getContainerStatuses().stream().mapToInt(c -> c.getRestartCount() == null ? 0 : c.getRestartCount()).max().orElse(0);
+        setStatus(podName, "Running", null, List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(true)
+                .withRestartCount(restarts + 1)
+                .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
+                .withLastState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason("Error")
+                        .withFinishedAt(Instant.now().toString()).endTerminated().build())
+                .build()));
+    }
+
     private List<ContainerStatus> running(String podName) {
         return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(true)
                 .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
@@ -65,7 +78,7 @@ public final class StatusWritingKubelet implements Kubelet {
 
     private String trainingContainer(String podName) {
         Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
-        return dev.torchjob.operator.engine.TrainingContainer.of(pod.getSpec().getContainers()).getName();
+        return dev.torchjob.operator.engine.TrainingContainer.of(pod).getName();
     }
 
     private void setStatus(String podName, String phase, String reason, List<ContainerStatus> containers) {

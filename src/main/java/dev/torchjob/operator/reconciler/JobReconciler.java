@@ -1,0 +1,127 @@
+package dev.torchjob.operator.reconciler;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+
+import jakarta.inject.Inject;
+
+import org.jboss.logging.Logger;
+
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.client.CustomResource;
+import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
+import io.javaoperatorsdk.operator.api.reconciler.Context;
+import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
+import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+
+/**
+ * The thin shell every job API's reconciler shares: observe the job and what it owns from the
+ * informer caches, ask the API's adapter (and through it the engine) what to do, apply it, and
+ * say on the job when it could not. No decisions are made here.
+ *
+ * @param <J> the job kind
+ * @param <S> its status
+ */
+public abstract class JobReconciler<J extends CustomResource<?, S>, S> implements Reconciler<J> {
+    private static final Logger LOG = Logger.getLogger(JobReconciler.class);
+    /** Our own creates wake no pass (the informer's cache already shows them): look again this soon. */
+    private static final Duration AFTER_CREATES = Duration.ofSeconds(2);
+
+    @Inject
+    PlanExecutor executor;
+
+    @Inject
+    Clock clock;
+
+    @Inject
+    JobEventRecorder events;
+
+    @Inject
+    RestartBackoff restartBackoff;
+
+    @Inject
+    CreatedPods createdPods;
+
+    /** What the adapter decides for this pass. */
+    protected abstract Plan<S> plan(J job, Context<J> context, Clock clock, RestartBackoff backoff, CreatedPods createdPods);
+
+    /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */
+    protected abstract Optional<S> withReconcileError(S status, String reason, String message);
+
+    /** Which field of the stored status could not be read, if any. */
+    protected abstract Optional<String> unreadableStatus(J job);
+
+    /** An informer for one kind of owned object, limited by a label, mapped back to its job by another, cached lean. */
+    protected static <R extends HasMetadata, J extends HasMetadata> InformerEventSource<R, J> ownedBy(Class<R> kind, Class<J> jobKind,
+            String labelSelector, String jobNameLabel, EventSourceContext<J> context) {
+        var configuration = InformerEventSourceConfiguration.from(kind, jobKind)
+                .withName(jobKind.getSimpleName().toLowerCase() + "-" + kind.getSimpleName().toLowerCase())
+                .withLabelSelector(labelSelector)
+                .withItemStore(new CacheWithoutManagedFields<>())
+                .withNamespacesInheritedFromController()
+                .withSecondaryToPrimaryMapper((R owned) -> {
+                    String job = owned.getMetadata().getLabels() == null ? null : owned.getMetadata().getLabels().get(jobNameLabel);
+                    return job == null ? Set.of() : Set.of(new ResourceID(job, owned.getMetadata().getNamespace()));
+                })
+                .build();
+        return new InformerEventSource<>(configuration, context);
+    }
+
+    @Override
+    public UpdateControl<J> reconcile(J job, Context<J> context) {
+        Optional<String> unreadable = unreadableStatus(job);
+        if (unreadable.isPresent()) {
+            // Planning from an empty status would count restarts again and could undo an outcome: the job is
+            // left as it is, and its events say why.
+            events.record(job, Plan.JobEvent.warning("StatusUnreadable", unreadable.get()
+                    + "; the operator leaves this job alone until its status can be read"));
+            return UpdateControl.noUpdate();
+        }
+        ResourceID id = ResourceID.fromResource(job);
+        Plan<S> plan = plan(job, context, clock, restartBackoff, createdPods);
+        if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
+            createdPods.forget(id);
+        }
+        LOG.debugf("%s %s/%s: phase %s, create %d, delete %d, status changed %s", job.getKind(), job.getMetadata().getNamespace(),
+                job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
+                plan.statusChanged());
+        try {
+            executor.apply(job, plan, context);
+        } catch (ApplyFailure e) {
+            // The condition goes on the status the server holds: the plan's if it was written (never an
+            // older one, which would undo a counted restart), else the last one (writing the plan's
+            // status here would count a restart whose event this pass never sent).
+            boolean planStatusWritten = plan.statusChanged() && !PlanExecutor.STATUS_STEP.equals(e.reason());
+            report(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
+            throw e;
+        }
+        // Applied in full: an error still on the job is over.
+        withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
+                .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
+        UpdateControl<J> control = UpdateControl.noUpdate();
+        Optional<Duration> recheck = plan.podsToCreate().isEmpty() ? plan.recheckAfter()
+                : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
+        recheck.map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d).ifPresent(control::rescheduleAfter);
+        return control;
+    }
+
+    /** The job's ReconcileError condition and a Warning event, once per distinct error: retries repeat neither. */
+    private void report(J job, S status, ApplyFailure failure, Context<J> context) {
+        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> {
+            events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()));
+            try {
+                executor.writeStatus(job, failing, context);
+            } catch (ApplyFailure e) {
+                LOG.warnf("%s %s/%s: could not record the error on its status: %s", job.getKind(), job.getMetadata().getNamespace(),
+                        job.getMetadata().getName(), e.getMessage());
+            }
+        });
+    }
+}

@@ -1,0 +1,65 @@
+package dev.torchjob.operator.reconciler;
+
+import java.time.Clock;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.kubeflow.KubeflowLabels;
+import dev.torchjob.operator.kubeflow.KubeflowPlanner;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+import io.javaoperatorsdk.operator.api.reconciler.Context;
+import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
+import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.api.reconciler.MaxReconciliationInterval;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.rate.RateLimited;
+import io.javaoperatorsdk.operator.processing.event.source.EventSource;
+import io.javaoperatorsdk.operator.processing.retry.GradualRetry;
+import io.quarkus.arc.lookup.LookupIfProperty;
+
+/**
+ * The shell for Kubeflow's PyTorchJob (kubeflow.org/v1): its pods and per-replica Services observed,
+ * the Kubeflow adapter asked. Registered only with {@code torchjob.kubeflow.enabled=true}: running
+ * next to Kubeflow's own training-operator, two controllers would run every job.
+ */
+@LookupIfProperty(name = "torchjob.kubeflow.enabled", stringValue = "true")
+@ControllerConfiguration(name = PyTorchJobReconciler.NAME,
+        maxReconciliationInterval = @MaxReconciliationInterval(interval = 10, timeUnit = TimeUnit.MINUTES))
+@GradualRetry(maxAttempts = -1, initialInterval = 1000, intervalMultiplier = 2, maxInterval = 300_000)
+@RateLimited(maxReconciliations = 1, within = 500, unit = TimeUnit.MILLISECONDS)
+public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobStatus> {
+    public static final String NAME = "pytorchjob";
+
+    @Override
+    public List<EventSource<?, PyTorchJob>> prepareEventSources(EventSourceContext<PyTorchJob> context) {
+        return List.of(ownedBy(Pod.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
+                ownedBy(Service.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context));
+    }
+
+    @Override
+    protected Plan<PyTorchJobStatus> plan(PyTorchJob job, Context<PyTorchJob> context, Clock clock, RestartBackoff backoff,
+            CreatedPods createdPods) {
+        var pods = context.getSecondaryResources(Pod.class);
+        Set<String> services = context.getSecondaryResources(Service.class).stream().map(s -> s.getMetadata().getName())
+                .collect(Collectors.toSet());
+        return KubeflowPlanner.plan(job, pods, services, clock.instant(), createdPods.unseen(ResourceID.fromResource(job), pods), backoff);
+    }
+
+    @Override
+    protected Optional<PyTorchJobStatus> withReconcileError(PyTorchJobStatus status, String reason, String message) {
+        return KubeflowPlanner.withReconcileError(status, reason, message, clock.instant());
+    }
+
+    @Override
+    protected Optional<String> unreadableStatus(PyTorchJob job) {
+        return Optional.ofNullable(job.getStatus() == null ? null : job.getStatus().unreadable);
+    }
+}

@@ -1,0 +1,152 @@
+package dev.torchjob.operator.reconciler;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import jakarta.inject.Inject;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
+
+/** Kubeflow's PyTorchJob end to end: the operator against the mock API server, the test as kubelet. */
+@QuarkusTest
+@WithKubernetesTestServer(crud = true)
+class PyTorchJobTest {
+    @Inject
+    KubernetesClient client;
+
+    static String job(String name, String workerPolicy, String runPolicy) {
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: %s}
+                spec:
+                  runPolicy: %s
+                  pytorchReplicaSpecs:
+                    Master:
+                      template: {spec: {containers: [{name: pytorch, image: torch, args: [--backend, gloo]}]}}
+                    Worker:
+                      replicas: 2
+                      restartPolicy: %s
+                      template: {spec: {containers: [{name: pytorch, image: torch, args: [--backend, gloo]}]}}
+                """.formatted(name, runPolicy, workerPolicy);
+    }
+
+    static Map<String, String> env(Pod pod) {
+        return pod.getSpec().getContainers().get(0).getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue));
+    }
+
+    OperatorHarness running(String namespace, String workerPolicy, String runPolicy) {
+        OperatorHarness cluster = new OperatorHarness(client, namespace);
+        cluster.submitPyTorchJob(job("j", workerPolicy, runPolicy));
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        cluster.awaitState("j", "Running");
+        return cluster;
+    }
+
+    @Test
+    void aJobRunsWithKubeflowsPodsServicesAndStatusAndSucceedsWithItsMaster() {
+        OperatorHarness cluster = running("kf-success", "OnFailure", "{}");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), cluster.serviceNames(), "one headless Service per replica");
+        Map<String, String> worker = env(cluster.pod("j-worker-1"));
+        assertEquals("j-master-0", worker.get("MASTER_ADDR"));
+        assertEquals("23456", worker.get("MASTER_PORT"));
+        assertEquals("3", worker.get("WORLD_SIZE"));
+        assertEquals("2", worker.get("RANK"));
+        assertEquals("j", cluster.pod("j-worker-1").getMetadata().getLabels().get("job-name"));
+        PyTorchJob running = cluster.pytorchJob("j");
+        assertEquals(2, running.getStatus().replicaStatuses.get("Worker").active);
+        assertNotNull(running.getStatus().startTime);
+
+        cluster.kubelet.exit("j-master-0", 0);
+        PyTorchJob done = cluster.awaitState("j", "Succeeded");
+        assertEquals(List.of("Created", "Running", "Succeeded"), done.getStatus().conditions.stream().map(c -> c.type).toList());
+        assertEquals("False", done.getStatus().conditions.get(1).status);
+        assertNotNull(done.getStatus().completionTime);
+        assertEquals(JobPhase.Succeeded, done.getStatus().phase);
+        cluster.awaitEvent("Succeeded", "master pod j-master-0 succeeded");
+    }
+
+    @Test
+    void aRestartInPlaceIsCountedOnceAndReachingBackoffLimitFailsTheJob() {
+        OperatorHarness cluster = running("kf-inplace", "OnFailure", "{backoffLimit: 2}");
+        StatusWritingKubelet kubelet = (StatusWritingKubelet) cluster.kubelet;
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        kubelet.restartInPlace("j-worker-0", 1);
+        cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-0 (container pytorch) exited with code 1 (Error) and was restarted in place");
+        cluster.awaitState("j", "Running");
+        assertEquals(uid, cluster.pod("j-worker-0").getMetadata().getUid(), "restarted in place, not recreated");
+        assertEquals(1, cluster.pytorchJob("j").getStatus().backoffCount, "counted once");
+
+        kubelet.restartInPlace("j-worker-0", 1);
+        PyTorchJob failed = cluster.awaitState("j", "Failed");
+        assertEquals("BackoffLimitExceeded", failed.getStatus().failureReason);
+        assertEquals(2, failed.getStatus().backoffCount);
+        assertNotNull(failed.getStatus().completionTime);
+    }
+
+    @Test
+    void underExitCodeASignalRecreatesThePodAndAProgramErrorFailsTheJob() {
+        OperatorHarness cluster = running("kf-exitcode", "ExitCode", "{backoffLimit: 3}");
+        assertEquals("Never", cluster.pod("j-worker-0").getSpec().getRestartPolicy(), "ExitCode pods are the operator's to recreate");
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.kubelet.oomKill("j-worker-0");
+        cluster.awaitNewPod("j-worker-0", uid);
+        assertEquals(1, cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 1).getStatus().backoffCount);
+        cluster.kubelet.run("j-worker-0");
+        cluster.kubelet.exit("j-worker-1", 1);
+        PyTorchJob failed = cluster.awaitState("j", "Failed");
+        assertEquals("ReplicaFailedPermanently", failed.getStatus().failureReason);
+        assertTrue(failed.getStatus().conditions.get(failed.getStatus().conditions.size() - 1).message
+                .contains("pod j-worker-1 (container pytorch) exited with code 1"));
+    }
+
+    @Test
+    void suspendRemovesPodsAndServicesAndResumeStartsTheJobAgain() {
+        OperatorHarness cluster = running("kf-suspend", "OnFailure", "{backoffLimit: 3}");
+        client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+            j.getSpec().runPolicy.suspend = true;
+            return j;
+        });
+        cluster.awaitState("j", "Suspended");
+        cluster.awaitPods(0);
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> cluster.serviceNames().isEmpty());
+        assertEquals(0, cluster.pytorchJob("j").getStatus().backoffCount);
+
+        client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+            j.getSpec().runPolicy.suspend = false;
+            return j;
+        });
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        PyTorchJob resumed = cluster.awaitPyTorchJob("j", j -> j.getStatus().conditions.stream()
+                .anyMatch(c -> c.type.equals("Suspended") && c.status.equals("False") && c.reason.equals("PyTorchJobResumed")));
+        assertEquals(0, resumed.getStatus().backoffCount);
+    }
+
+    @Test
+    void oneOperatorServesBothKindsAtOnce() {
+        OperatorHarness cluster = new OperatorHarness(client, "kf-both");
+        cluster.submitPyTorchJob(job("kubeflow", "OnFailure", "{}"));
+        cluster.submit(OperatorHarness.job("t9k", "OnFailure", "{backoffLimit: 1}"));
+        cluster.awaitPodNames("kubeflow-master-0", "kubeflow-worker-0", "kubeflow-worker-1", "t9k-master-0", "t9k-worker-0", "t9k-worker-1");
+        assertEquals("t9k", cluster.pod("t9k-worker-0").getMetadata().getLabels().get("tensorstack.dev/owner-name"));
+        assertEquals("kubeflow", cluster.pod("kubeflow-worker-0").getMetadata().getLabels().get("training.kubeflow.org/job-name"));
+        cluster.runAll();
+        cluster.awaitState("kubeflow", "Running");
+        cluster.awaitPhase("t9k", JobPhase.Running);
+    }
+}
