@@ -88,7 +88,8 @@ public final class OperatorInstall {
      */
     public synchronized OperatorProcess newOperator(Map<String, String> settings, boolean leaderElection) {
         Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
-        Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s"));
+        // As the kubernetes/kubeflow/ overlay installs it: both job kinds served.
+        Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true"));
         all.putAll(settings);
         try {
             return new OperatorProcess(operatorKubeconfig, log, all, leaderElection).start();

@@ -113,4 +113,22 @@ class InstallManifestsTest {
             assertTrue(Files.exists(Path.of("kubernetes", file)), file);
         }
     }
+
+    @Test
+    void theKubeflowOverlayAddsExactlyWhatPyTorchJobsNeedAndTurnsTheControllerOn() throws IOException {
+        ClusterRole role = only(load("kubeflow/rbac.yaml"), ClusterRole.class);
+        Map<String, Set<String>> verbs = verbs(role.getRules());
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchjobs"));
+        assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchjobs/status"));
+        assertEquals(Set.of("update"), verbs.get("pytorchjobs/finalizers"));
+        assertEquals(Set.of("delete"), verbs.get("services"), "a replica's Service goes with its pod (clean-up, suspend)");
+        assertEquals(4, verbs.size());
+        String kustomization = Files.readString(Path.of("kubernetes/kubeflow/kustomization.yaml"));
+        for (String file : List.of("../", "crd/pytorchjobs.kubeflow.org-v1.yml", "rbac.yaml")) {
+            assertTrue(kustomization.contains("  - " + file), file);
+        }
+        assertTrue(kustomization.contains("name: TORCHJOB_KUBEFLOW_ENABLED") && kustomization.contains("value: \"true\""));
+        String properties = Files.readString(Path.of("src/main/resources/application.properties"));
+        assertTrue(properties.contains("\ntorchjob.kubeflow.enabled=false"), "off unless the overlay turns it on");
+    }
 }
