@@ -26,7 +26,9 @@ public record Decision(
         Optional<Plan.CreationReport> podsCreated,
         List<RestartCounted> restarts,
         Optional<Duration> recheckAfter,
-        Instant decidedAt) {
+        Instant decidedAt,
+        /** The job finished longer ago than its time to live: delete it (its pods and Services go with it). */
+        boolean deleteJob) {
 
     /** A pod to create for a slot, and how its command is set. */
     public record PodRequest(ReplicaSlot slot, PodMode mode) {

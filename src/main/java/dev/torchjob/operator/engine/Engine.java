@@ -75,6 +75,7 @@ public final class Engine {
         private boolean resuming;
         private Duration recheckAfter;
         private Plan.CreationReport podsCreated;
+        private boolean deleteJob;
 
         // The next state, starting from the previous one.
         private Phase phase;
@@ -409,6 +410,7 @@ public final class Engine {
             cleanUp(ending == Outcome.DeadlineExceeded);
             initialized = ending == Outcome.Succeeded || previous.initialized();
             running = false;
+            timeToLive().ifPresent(this::recheckAt);
             if (ending == Outcome.Succeeded) {
                 events.add(JobEvent.normal(Outcome.Succeeded.name(), message));
             } else {
@@ -417,9 +419,15 @@ public final class Engine {
             return decided(new Situation.Ended(ending, message));
         }
 
-        /** A finished job keeps its outcome forever; only clean-up and the replica view move on. */
+        /** A finished job keeps its outcome; only clean-up, the replica view and its time to live move on. */
         private Decision finished() {
             replicaGroups = view.refreshed();
+            Optional<Instant> expires = timeToLive();
+            if (expires.isPresent() && !now.isBefore(expires.get())) {
+                deleteJob = true;
+            } else {
+                expires.ifPresent(this::recheckAt);
+            }
             cleanUp(previous.outcome() == Outcome.DeadlineExceeded);
             boolean pauseRequested = job.runMode() == RunMode.PAUSE;
             if (pauseRequested) {
@@ -455,7 +463,7 @@ public final class Engine {
                     List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, outcome);
             return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(creates),
                     List.copyOf(deletes), List.copyOf(events), Optional.ofNullable(podsCreated), List.copyOf(restarts),
-                    Optional.ofNullable(recheckAfter), now);
+                    Optional.ofNullable(recheckAfter), now, deleteJob);
         }
 
         // ---- helpers ------------------------------------------------------------------------------
@@ -484,6 +492,13 @@ public final class Engine {
             }
             String podPhase = Pods.phase(pod);
             return "Running".equals(podPhase) || ("Succeeded".equals(podPhase) && !slot.isMaster());
+        }
+
+        /** When a finished job is deleted (ttlSecondsAfterFinished), if it is. */
+        private Optional<Instant> timeToLive() {
+            Long seconds = job.runPolicy().ttlSecondsAfterFinished();
+            return seconds == null || completionTime == null ? Optional.empty()
+                    : Optional.of(completionTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
         }
 
         private Optional<Instant> deadline() {

@@ -34,7 +34,15 @@ public record Plan<S>(
         /** Said after the creates, naming only the pods that were created. */
         Optional<CreationReport> podsCreated,
         List<RestartCounted> restarts,
-        Optional<Duration> recheckAfter) {
+        Optional<Duration> recheckAfter,
+        /** Delete the job itself (its time to live after finishing is over). */
+        boolean deleteJob) {
+
+    /** A pass that changes nothing: the job is another controller's to run. */
+    public static <S> Plan<S> nothing(S status, JobState state, Instant now) {
+        return new Plan<>(status, false, state, state, now, List.of(), List.of(), Optional.empty(), List.of(), List.of(), List.of(),
+                Optional.empty(), List.of(), Optional.empty(), false);
+    }
 
     /** The event that reports pods created: "Created pods a, b" (or "Created debug pods ..."). */
     public record CreationReport(String wording) {

@@ -42,10 +42,18 @@ public record TrainingJob(
         All
     }
 
-    /** activeDeadlineSeconds is counted from the job's start time; null means no deadline. */
-    public record RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule) {
+    /**
+     * activeDeadlineSeconds is counted from the job's start time, null: no deadline;
+     * ttlSecondsAfterFinished from its completion time, null: the job is kept.
+     */
+    public record RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule,
+            Long ttlSecondsAfterFinished) {
         public RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy) {
-            this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, BudgetRule.LIMIT_IS_RESTARTS_ALLOWED);
+            this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, BudgetRule.LIMIT_IS_RESTARTS_ALLOWED, null);
+        }
+
+        public RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule) {
+            this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, budgetRule, null);
         }
 
         /** How many restarts the job may make before the next failure fails it. */

@@ -80,6 +80,7 @@ public final class KubeflowModel {
                     case All -> CleanPodPolicy.All;
                 };
         return new TrainingJob.RunPolicy(backoffLimit, policy == null ? null : policy.activeDeadlineSeconds, cleanPods,
-                TrainingJob.BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT);
+                TrainingJob.BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT,
+                policy == null || policy.ttlSecondsAfterFinished == null ? null : policy.ttlSecondsAfterFinished.longValue());
     }
 }

@@ -41,6 +41,8 @@ import io.fabric8.kubernetes.api.model.Service;
  */
 public final class KubeflowPlanner {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** runPolicy.managedBy of a job MultiKueue dispatches to another cluster. */
+    public static final String MULTIKUEUE = "kueue.x-k8s.io/multikueue";
 
     private KubeflowPlanner() {
     }
@@ -51,6 +53,10 @@ public final class KubeflowPlanner {
      */
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services, Instant now,
             Map<String, String> createdPods, RestartBackoff backoff) {
+        if (job.getSpec() != null && job.getSpec().runPolicy != null && MULTIKUEUE.equals(job.getSpec().runPolicy.managedBy)) {
+            // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
+            return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
+        }
         TrainingJob model = KubeflowModel.job(job);
         boolean servicesExist = model.problem().isPresent()
                 || JobTopology.of(model).slots().stream().allMatch(slot -> services.contains(slot.podName()));
@@ -78,7 +84,7 @@ public final class KubeflowPlanner {
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
                 java.util.Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.events(), decision.podsCreated(),
-                decision.restarts(), decision.recheckAfter());
+                decision.restarts(), decision.recheckAfter(), decision.deleteJob());
     }
 
     /** What the last status written says, in the engine's terms. */

@@ -84,6 +84,12 @@ public class PlanExecutor {
         plan.servicesToDelete().forEach(service -> eventsAndDeletes.add(call(
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
         inParallel(eventsAndDeletes);
+        if (plan.deleteJob()) {
+            // Its time to live is over: the garbage collector takes its pods and Services with it.
+            step("FailedDeleteJob", job.getKind() + " " + job.getMetadata().getName(),
+                    () -> client.resource(job).withPropagationPolicy(io.fabric8.kubernetes.api.model.DeletionPropagation.BACKGROUND).delete());
+            return;
+        }
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
         plan.podGroupToCreate().ifPresent(podGroup -> step("FailedCreatePodGroup", "PodGroup " + podGroup.getMetadata().getName(),
                 () -> createIgnoringExisting(() -> podGroups.create(podGroup))));

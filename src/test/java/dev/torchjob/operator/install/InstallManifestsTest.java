@@ -118,7 +118,7 @@ class InstallManifestsTest {
     void theKubeflowOverlayAddsExactlyWhatPyTorchJobsNeedAndTurnsTheControllerOn() throws IOException {
         ClusterRole role = only(load("kubeflow/rbac.yaml"), ClusterRole.class);
         Map<String, Set<String>> verbs = verbs(role.getRules());
-        assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchjobs"));
+        assertEquals(Set.of("get", "list", "watch", "delete"), verbs.get("pytorchjobs"), "delete: ttlSecondsAfterFinished");
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchjobs/status"));
         assertEquals(Set.of("update"), verbs.get("pytorchjobs/finalizers"));
         assertEquals(Set.of("delete"), verbs.get("services"), "a replica's Service goes with its pod (clean-up, suspend)");

@@ -201,4 +201,40 @@ class KubeflowPlannerTest {
         Plan<PyTorchJobStatus> idle = cluster.reconcile();
         assertTrue(!idle.statusChanged() && idle.podsToCreate().isEmpty() && idle.servicesToCreate().isEmpty());
     }
+
+    @Test
+    void aFinishedJobIsDeletedOnceItsTimeToLiveIsOver() {
+        KubeflowCluster cluster = job("runPolicy: {ttlSecondsAfterFinished: 60}\npytorchReplicaSpecs:\n  Worker: {template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        cluster.exit("j-worker-0", 0);
+        Plan<PyTorchJobStatus> done = cluster.reconcile();
+        assertEquals("Succeeded", cluster.state());
+        assertEquals(java.util.Optional.of(java.time.Duration.ofSeconds(60)), done.recheckAfter(), "looked at again when it expires");
+        assertTrue(!done.deleteJob());
+        cluster.now = cluster.now.plusSeconds(59);
+        assertTrue(!cluster.reconcile().deleteJob(), "not yet");
+        cluster.now = cluster.now.plusSeconds(1);
+        assertTrue(cluster.reconcile().deleteJob(), "60 s after completionTime");
+    }
+
+    @Test
+    void aJobWithoutTimeToLiveIsKept() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Worker: {template: " + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        cluster.exit("j-worker-0", 0);
+        cluster.settle();
+        cluster.now = cluster.now.plusSeconds(365L * 24 * 3600);
+        assertTrue(!cluster.reconcile().deleteJob());
+    }
+
+    @Test
+    void aJobManagedByMultiKueueIsLeftAlone() {
+        KubeflowCluster cluster = job("runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\npytorchReplicaSpecs:\n  Worker: {template: " + POD + "}");
+        Plan<PyTorchJobStatus> plan = cluster.reconcile();
+        assertTrue(plan.podsToCreate().isEmpty() && plan.servicesToCreate().isEmpty() && !plan.statusChanged());
+        assertTrue(cluster.job.getStatus().conditions.isEmpty() && cluster.job.getStatus().phase == null, "its status is MultiKueue's to write");
+    }
 }

@@ -11,6 +11,8 @@ import java.util.stream.Collectors;
 import jakarta.inject.Inject;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
@@ -148,5 +150,29 @@ class PyTorchJobTest {
         cluster.runAll();
         cluster.awaitState("kubeflow", "Running");
         cluster.awaitPhase("t9k", JobPhase.Running);
+    }
+
+    @ParameterizedTest(name = "cleanPodPolicy {0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            None    | j-master-0,j-worker-0,j-worker-1
+            Running | j-master-0
+            All     | ''
+            """)
+    void cleanPodPolicyDecidesWhichPodsAndServicesOutliveTheJob(String policy, String kept) {
+        OperatorHarness cluster = running("kf-clean-" + policy.toLowerCase(), "OnFailure", "{cleanPodPolicy: " + policy + "}");
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitState("j", "Succeeded");
+        List<String> expected = kept.isEmpty() ? List.of() : List.of(kept.split(","));
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+                cluster.pods().stream().map(p -> p.getMetadata().getName()).sorted().toList().equals(expected)
+                        && cluster.serviceNames().equals(expected));
+    }
+
+    @Test
+    void aFinishedJobIsDeletedWhenItsTimeToLiveIsOver() {
+        OperatorHarness cluster = running("kf-ttl", "OnFailure", "{ttlSecondsAfterFinished: 2}");
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitState("j", "Succeeded");
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> cluster.pytorchJob("j") == null);
     }
 }
