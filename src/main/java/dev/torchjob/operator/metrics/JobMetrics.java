@@ -31,16 +31,25 @@ import io.micrometer.core.instrument.Timer;
 public class JobMetrics {
     public static final String FRAMEWORK = "pytorch";
     static final String NAMESPACE_TAG = "job_namespace";
+    /** Tells the job APIs apart in this operator's own metrics: PyTorchTrainingJob or PyTorchJob. */
+    static final String KIND_TAG = "kind";
     static final Duration[] TIME_TO_RUNNING_BUCKETS = seconds(1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600);
     static final Duration[] DURATION_BUCKETS = seconds(10, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200);
 
     private final MeterRegistry registry;
     private final Clock clock;
     /** The phase and creation time of every job this operator reconciles, for the gauges. */
-    private final Map<ResourceID, Seen> jobs = new ConcurrentHashMap<>();
+    private final Map<JobKey, Seen> jobs = new ConcurrentHashMap<>();
     private final Set<String> namespacesWithGauges = ConcurrentHashMap.newKeySet();
 
     private record Seen(Phase phase, Instant created) {
+    }
+
+    /** A job of one kind: a T9k job and a Kubeflow job may share a name. */
+    private record JobKey(String kind, ResourceID id) {
+        String namespace() {
+            return id.getNamespace().orElse("");
+        }
     }
 
     @Inject
@@ -52,9 +61,9 @@ public class JobMetrics {
     /** Every pass: what the job's phase is now (for the by-phase and pending-age gauges). */
     public void observe(HasMetadata job, JobState state) {
         String namespace = job.getMetadata().getNamespace();
-        registerNamespace(namespace);
+        registerNamespace(namespace, job.getKind());
         Phase phase = state.phase() == null ? Phase.Pending : state.phase();
-        jobs.put(ResourceID.fromResource(job), new Seen(phase, instant(job.getMetadata().getCreationTimestamp())));
+        jobs.put(new JobKey(job.getKind(), ResourceID.fromResource(job)), new Seen(phase, instant(job.getMetadata().getCreationTimestamp())));
     }
 
     /** After the status was written: count the transitions between the two. */
@@ -62,25 +71,26 @@ public class JobMetrics {
         JobState before = plan.before();
         JobState after = plan.after();
         String namespace = job.getMetadata().getNamespace();
-        registerNamespace(namespace);
+        String kind = job.getKind();
+        registerNamespace(namespace, kind);
         if (!before.planned()) {
             kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace).increment();
         }
         Phase was = before.phase();
         if (after.phase() != was && after.phase() == Phase.Succeeded) {
             kubeflowCounter("training_operator_jobs_successful", "Jobs that succeeded", namespace).increment();
-            recordDuration(namespace, "Succeeded", after);
+            recordDuration(namespace, kind, "Succeeded", after);
         }
         if (after.phase() != was && after.phase() == Phase.Failed) {
             kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace).increment();
-            recordDuration(namespace, "Failed", after);
+            recordDuration(namespace, kind, "Failed", after);
         }
         if (after.phase() == Phase.Running && (was == null || was == Phase.Pending)) {
             // Every replica ran at this pass: it is when the job's Running condition turned true.
             Instant created = instant(job.getMetadata().getCreationTimestamp());
             Instant ran = plan.decidedAt();
             if (created != null && !ran.isBefore(created)) {
-                timeToRunning(namespace).record(Duration.between(created, ran));
+                timeToRunning(namespace, kind).record(Duration.between(created, ran));
             }
         }
         for (Plan.RestartCounted restart : plan.restarts()) {
@@ -88,6 +98,7 @@ public class JobMetrics {
             Counter.builder("pytorchtrainingjob_replica_restarts")
                     .description("Replica restarts by replica type and exit code (or evicted, vanished, succeeded)")
                     .tag(NAMESPACE_TAG, namespace)
+                    .tag(KIND_TAG, kind)
                     .tag("replica_type", restart.replicaType())
                     .tag("exit_code", restart.cause())
                     .register(registry)
@@ -97,33 +108,35 @@ public class JobMetrics {
     }
 
     /** The job is gone from the cluster. */
-    public void jobDeleted(ResourceID job) {
+    public void jobDeleted(String kind, ResourceID job) {
         String namespace = job.getNamespace().orElse("");
         kubeflowCounter("training_operator_jobs_deleted", "Jobs deleted", namespace).increment();
-        jobs.remove(job);
+        jobs.remove(new JobKey(kind, job));
     }
 
-    private void recordDuration(String namespace, String outcome, JobState state) {
+    private void recordDuration(String namespace, String kind, String outcome, JobState state) {
         Instant start = state.startTime();
         Instant end = state.completionTime();
         if (start != null && end != null && !end.isBefore(start)) {
-            duration(namespace, outcome).record(Duration.between(start, end));
+            duration(namespace, kind, outcome).record(Duration.between(start, end));
         }
     }
 
-    private Timer duration(String namespace, String outcome) {
+    private Timer duration(String namespace, String kind, String outcome) {
         return Timer.builder("pytorchtrainingjob_duration")
                 .description("From the job's start (pods first created) until it succeeded or failed")
                 .tag(NAMESPACE_TAG, namespace)
+                .tag(KIND_TAG, kind)
                 .tag("outcome", outcome)
                 .serviceLevelObjectives(DURATION_BUCKETS)
                 .register(registry);
     }
 
-    private Timer timeToRunning(String namespace) {
+    private Timer timeToRunning(String namespace, String kind) {
         return Timer.builder("pytorchtrainingjob_time_to_running")
                 .description("From job creation until every replica ran")
                 .tag(NAMESPACE_TAG, namespace)
+                .tag(KIND_TAG, kind)
                 .serviceLevelObjectives(TIME_TO_RUNNING_BUCKETS)
                 .register(registry);
     }
@@ -139,8 +152,8 @@ public class JobMetrics {
      * phase with no job reads 0, not nothing), and the counters and histograms, so the first job
      * to succeed is an increase that rate() and increase() can see.
      */
-    private void registerNamespace(String namespace) {
-        if (!namespacesWithGauges.add(namespace)) {
+    private void registerNamespace(String namespace, String kind) {
+        if (!namespacesWithGauges.add(namespace + "/" + kind)) {
             return;
         }
         kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace);
@@ -148,23 +161,25 @@ public class JobMetrics {
         kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace);
         kubeflowCounter("training_operator_jobs_restarted", "Replica restarts of jobs", namespace);
         kubeflowCounter("training_operator_jobs_deleted", "Jobs deleted", namespace);
-        duration(namespace, "Succeeded");
-        duration(namespace, "Failed");
-        timeToRunning(namespace);
+        duration(namespace, kind, "Succeeded");
+        duration(namespace, kind, "Failed");
+        timeToRunning(namespace, kind);
         for (Phase phase : Phase.values()) {
             Gauge.builder("pytorchtrainingjob_jobs", jobs, all -> all.entrySet().stream()
-                            .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == phase).count())
+                            .filter(e -> namespace.equals(e.getKey().namespace()) && kind.equals(e.getKey().kind())
+                                    && e.getValue().phase() == phase).count())
                     .description("Jobs by phase")
-                    .tag(NAMESPACE_TAG, namespace).tag("phase", phase.name())
+                    .tag(NAMESPACE_TAG, namespace).tag(KIND_TAG, kind).tag("phase", phase.name())
                     .register(registry);
         }
         Gauge.builder("pytorchtrainingjob_oldest_pending_seconds", jobs, all -> all.entrySet().stream()
-                        .filter(e -> namespace.equals(e.getKey().getNamespace().orElse("")) && e.getValue().phase() == Phase.Pending
-                                && e.getValue().created() != null)
+                        .filter(e -> namespace.equals(e.getKey().namespace()) && kind.equals(e.getKey().kind())
+                                && e.getValue().phase() == Phase.Pending && e.getValue().created() != null)
                         .mapToDouble(e -> Duration.between(e.getValue().created(), clock.instant()).toMillis() / 1000.0)
                         .max().orElse(0))
                 .description("Age of the oldest job still Pending (0 when none is)")
                 .tag(NAMESPACE_TAG, namespace)
+                .tag(KIND_TAG, kind)
                 .register(registry);
     }
 

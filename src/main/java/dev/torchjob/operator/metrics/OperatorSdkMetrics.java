@@ -6,6 +6,7 @@ import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.javaoperatorsdk.operator.api.monitoring.Metrics;
 import io.javaoperatorsdk.operator.api.reconciler.RetryInfo;
@@ -34,15 +35,15 @@ public class OperatorSdkMetrics implements Metrics {
         this.jobs = jobs;
         // Registered at start, so alerts and panels on it have data before the first error.
         this.reconcileErrors = Counter.builder("pytorchtrainingjob_reconcile_errors")
-                .description("Reconciliations of PyTorchTrainingJobs that ended in an error (retried with back-off)")
+                .description("Reconciliations of jobs (both kinds) that ended in an error (retried with back-off)")
                 .register(registry);
     }
 
     @Override
     public void receivedEvent(Event event, Map<String, Object> metadata) {
         if (event instanceof ResourceEvent resourceEvent && resourceEvent.getAction() == ResourceAction.DELETED
-                && resourceEvent.getResource().map(r -> r instanceof PyTorchTrainingJob).orElse(false)) {
-            jobs.jobDeleted(event.getRelatedCustomResourceID());
+                && resourceEvent.getResource().map(r -> r instanceof PyTorchTrainingJob || r instanceof PyTorchJob).orElse(false)) {
+            jobs.jobDeleted(resourceEvent.getResource().get().getKind(), event.getRelatedCustomResourceID());
         }
         sdk.receivedEvent(event, metadata);
     }

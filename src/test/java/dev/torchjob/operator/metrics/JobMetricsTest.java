@@ -115,4 +115,25 @@ class JobMetricsTest {
         assertEquals(1.0, registry.find("pytorchtrainingjob_jobs").tag("phase", "Pending").gauge().value());
         assertEquals(0.0, registry.find("pytorchtrainingjob_jobs").tag("phase", "Running").gauge().value());
     }
+
+    @Test
+    void bothKindsFeedKubeflowsCountersAndAreToldApartInOurs() {
+        PyTorchTrainingJob t9k = job();
+        pass(metrics, t9k, java.util.List.of(), T0);
+        dev.torchjob.operator.api.kubeflow.PyTorchJob kubeflow = YAML.unmarshal("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: m, namespace: team-a, uid: u2, generation: 1, creationTimestamp: "2026-01-01T00:00:00Z"}
+                spec:
+                  pytorchReplicaSpecs:
+                    Worker: {template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """, dev.torchjob.operator.api.kubeflow.PyTorchJob.class);
+        var plan = dev.torchjob.operator.kubeflow.KubeflowPlanner.plan(kubeflow, java.util.List.of(), java.util.Set.of(), T0,
+                java.util.Map.of(), dev.torchjob.operator.engine.RestartBackoff.NONE);
+        metrics.statusWritten(kubeflow, plan);
+        assertEquals(2, count("training_operator_jobs_created"), "one of each kind, same name, framework pytorch");
+        assertEquals(1.0, registry.find("pytorchtrainingjob_jobs").tag("kind", "PyTorchJob").tag("phase", "Pending").gauge().value());
+        assertEquals(1.0, registry.find("pytorchtrainingjob_jobs").tag("kind", "PyTorchTrainingJob").tag("phase", "Pending").gauge().value(),
+                "a job of each kind named m: both counted");
+    }
 }
