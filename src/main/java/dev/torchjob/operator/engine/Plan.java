@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Optional;
 
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 
@@ -36,12 +37,16 @@ public record Plan<S>(
         List<RestartCounted> restarts,
         Optional<Duration> recheckAfter,
         /** Delete the job itself (its time to live after finishing is over). */
-        boolean deleteJob) {
+        boolean deleteJob,
+        /** Other objects the job owns, created or brought up to date (Kubeflow: the elastic job's HorizontalPodAutoscaler). */
+        List<HasMetadata> objectsToApply,
+        /** Other objects the job owns that must go. */
+        List<HasMetadata> objectsToDelete) {
 
     /** A pass that changes nothing: the job is another controller's to run. */
     public static <S> Plan<S> nothing(S status, JobState state, Instant now) {
         return new Plan<>(status, false, state, state, now, List.of(), List.of(), Optional.empty(), List.of(), List.of(), List.of(),
-                Optional.empty(), List.of(), Optional.empty(), false);
+                Optional.empty(), List.of(), Optional.empty(), false, List.of(), List.of());
     }
 
     /** The event that reports pods created: "Created pods a, b" (or "Created debug pods ..."). */

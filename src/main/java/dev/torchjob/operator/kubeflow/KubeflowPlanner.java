@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -31,7 +32,9 @@ import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.engine.Wording;
 import dev.torchjob.operator.status.ReplicaRecords;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
+import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 
@@ -53,6 +56,12 @@ public final class KubeflowPlanner {
      */
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services, Instant now,
             Map<String, String> createdPods, RestartBackoff backoff) {
+        return plan(job, pods, services, Optional.empty(), now, createdPods, backoff);
+    }
+
+    /** {@code autoscaler}: the job's HorizontalPodAutoscaler as observed (elastic jobs with metrics). */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
+            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff) {
         if (job.getSpec() != null && job.getSpec().runPolicy != null && MULTIKUEUE.equals(job.getSpec().runPolicy.managedBy)) {
             // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
             return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
@@ -79,12 +88,25 @@ public final class KubeflowPlanner {
         List<String> servicesToDelete = decision.podsToDelete().stream().filter(d -> d.reason() != DeletionReason.RESTART)
                 .map(Plan.PodDeletion::name).filter(services::contains).toList();
 
+        // The elastic autoscaler follows the spec while the job is active; a suspended job has none.
+        List<HasMetadata> apply = new ArrayList<>();
+        List<HasMetadata> delete = new ArrayList<>();
+        boolean active = model.problem().isEmpty() && !decision.state().phase().isTerminal()
+                && !(decision.situation() instanceof dev.torchjob.operator.engine.Situation.Pausing);
+        Optional<HorizontalPodAutoscaler> wanted = model.problem().isEmpty() ? ElasticAutoscaler.wanted(job, active) : Optional.empty();
+        if (wanted.isPresent() && (autoscaler.isEmpty() || !ElasticAutoscaler.same(autoscaler.get(), wanted.get()))) {
+            apply.add(wanted.get());
+        }
+        if (wanted.isEmpty() && autoscaler.isPresent() && !decision.state().phase().isTerminal()) {
+            delete.add(autoscaler.get());
+        }
+
         PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
         PyTorchJobStatus next = status(job, previous, decision, pods);
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
-                java.util.Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.events(), decision.podsCreated(),
-                decision.restarts(), decision.recheckAfter(), decision.deleteJob());
+                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.events(), decision.podsCreated(),
+                decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
     }
 
     /** What the last status written says, in the engine's terms. */

@@ -83,6 +83,11 @@ public class PlanExecutor {
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
         plan.servicesToDelete().forEach(service -> eventsAndDeletes.add(call(
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
+        plan.objectsToDelete().forEach(object -> eventsAndDeletes.add(call(() -> step("FailedDelete" + object.getKind(),
+                object.getKind() + " " + object.getMetadata().getName(), () -> client.resource(object).delete()))));
+        plan.objectsToApply().forEach(object -> eventsAndDeletes.add(call(() -> step("FailedApply" + object.getKind(),
+                object.getKind() + " " + object.getMetadata().getName(),
+                () -> client.resource(object).createOr(io.fabric8.kubernetes.client.dsl.NonDeletingOperation::update)))));
         inParallel(eventsAndDeletes);
         if (plan.deleteJob()) {
             // Its time to live is over: the garbage collector takes its pods and Services with it.

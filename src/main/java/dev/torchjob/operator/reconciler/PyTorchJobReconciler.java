@@ -15,6 +15,7 @@ import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
@@ -41,7 +42,8 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     @Override
     public List<EventSource<?, PyTorchJob>> prepareEventSources(EventSourceContext<PyTorchJob> context) {
         return List.of(ownedBy(Pod.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
-                ownedBy(Service.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context));
+                ownedBy(Service.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
+                ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context));
     }
 
     @Override
@@ -50,7 +52,10 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
         var pods = context.getSecondaryResources(Pod.class);
         Set<String> services = context.getSecondaryResources(Service.class).stream().map(s -> s.getMetadata().getName())
                 .collect(Collectors.toSet());
-        return KubeflowPlanner.plan(job, pods, services, clock.instant(), createdPods.unseen(ResourceID.fromResource(job), pods), backoff);
+        Optional<HorizontalPodAutoscaler> autoscaler = context.getSecondaryResources(HorizontalPodAutoscaler.class).stream()
+                .filter(h -> h.getMetadata().getName().equals(job.getMetadata().getName())).findFirst();
+        return KubeflowPlanner.plan(job, pods, services, autoscaler, clock.instant(),
+                createdPods.unseen(ResourceID.fromResource(job), pods), backoff);
     }
 
     @Override

@@ -99,7 +99,7 @@ public final class T9kPlanner {
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
-                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob());
+                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.of(), List.of());
     }
 
     /**

@@ -64,6 +64,9 @@ class KubeflowIT {
         cluster.awaitPodNames("elastic-example-worker-0", "elastic-example-worker-1");
         await().atMost(Duration.ofSeconds(30)).until(() -> "2".equals(kubectl.run("get", "pytorchjob", "elastic-example", "-n", ns,
                 "--subresource=scale", "-o", "jsonpath={.status.replicas}").out().strip()));
+        assertEquals("PyTorchJob/elastic-example", kubectl.run("get", "hpa", "elastic-example", "-n", ns, "-o",
+                "jsonpath={.spec.scaleTargetRef.kind}/{.spec.scaleTargetRef.name}").orFail().out().strip(),
+                "elasticPolicy.metrics: an autoscaler scales the workers through the scale subresource");
         kubectl.run("scale", "pytorchjob/elastic-example", "-n", ns, "--replicas=3").orFail();
         cluster.awaitPodNames("elastic-example-worker-0", "elastic-example-worker-1", "elastic-example-worker-2");
         assertEquals("training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/job-name=elastic-example,"

@@ -122,7 +122,9 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchjobs/status"));
         assertEquals(Set.of("update"), verbs.get("pytorchjobs/finalizers"));
         assertEquals(Set.of("delete"), verbs.get("services"), "a replica's Service goes with its pod (clean-up, suspend)");
-        assertEquals(4, verbs.size());
+        assertEquals(Set.of("get", "list", "watch", "create", "update", "delete"), verbs.get("horizontalpodautoscalers"),
+                "the elastic job's autoscaler");
+        assertEquals(5, verbs.size());
         String kustomization = Files.readString(Path.of("kubernetes/kubeflow/kustomization.yaml"));
         for (String file : List.of("../", "crd/pytorchjobs.kubeflow.org-v1.yml", "rbac.yaml")) {
             assertTrue(kustomization.contains("  - " + file), file);

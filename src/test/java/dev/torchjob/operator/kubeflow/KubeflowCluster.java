@@ -16,6 +16,7 @@ import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.testing.PodFates;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
 /**
@@ -31,14 +32,19 @@ final class KubeflowCluster {
     final List<Plan<PyTorchJobStatus>> plans = new ArrayList<>();
     Instant now = Instant.parse("2026-01-01T00:00:00Z");
     RestartBackoff backoff = RestartBackoff.NONE;
+    /** The job's HorizontalPodAutoscaler, once a plan applied one. */
+    HorizontalPodAutoscaler autoscaler;
 
     KubeflowCluster(String yaml) {
         this.job = KubeflowModelTest.parse(yaml);
     }
 
     Plan<PyTorchJobStatus> reconcile() {
-        Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services, now, Map.of(), backoff);
+        Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services,
+                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff);
         plans.add(plan);
+        plan.objectsToDelete().forEach(o -> autoscaler = null);
+        plan.objectsToApply().forEach(o -> autoscaler = (HorizontalPodAutoscaler) o);
         job.setStatus(plan.status());
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
         plan.servicesToDelete().forEach(services::remove);
@@ -57,7 +63,8 @@ final class KubeflowCluster {
         for (int i = 0; i < 20; i++) {
             Plan<PyTorchJobStatus> plan = reconcile();
             if (!plan.statusChanged() && plan.podsToCreate().isEmpty() && plan.podsToDelete().isEmpty()
-                    && plan.servicesToCreate().isEmpty() && plan.servicesToDelete().isEmpty()) {
+                    && plan.servicesToCreate().isEmpty() && plan.servicesToDelete().isEmpty() && plan.objectsToApply().isEmpty()
+                    && plan.objectsToDelete().isEmpty()) {
                 return;
             }
         }

@@ -237,4 +237,29 @@ class KubeflowPlannerTest {
         assertTrue(plan.podsToCreate().isEmpty() && plan.servicesToCreate().isEmpty() && !plan.statusChanged());
         assertTrue(cluster.job.getStatus().conditions.isEmpty() && cluster.job.getStatus().phase == null, "its status is MultiKueue's to write");
     }
+
+    @Test
+    void anElasticJobWithMetricsGetsAnAutoscalerThatFollowsItsSpecAndGoesWhileSuspended() throws IOException {
+        KubeflowCluster cluster = new KubeflowCluster(Files.readString(Path.of("kubernetes/examples/kubeflow/05-elastic.yaml")));
+        cluster.settle();
+        var hpa = cluster.autoscaler;
+        assertNotNull(hpa, "elasticPolicy.metrics asks for one");
+        assertEquals("elastic-example", hpa.getMetadata().getName());
+        assertEquals(List.of("kubeflow.org/v1", "PyTorchJob", "elastic-example"), List.of(hpa.getSpec().getScaleTargetRef().getApiVersion(),
+                hpa.getSpec().getScaleTargetRef().getKind(), hpa.getSpec().getScaleTargetRef().getName()));
+        assertEquals(2, hpa.getSpec().getMinReplicas());
+        assertEquals(4, hpa.getSpec().getMaxReplicas());
+        assertEquals(80, hpa.getSpec().getMetrics().get(0).getResource().getTarget().getAverageUtilization());
+        assertEquals("PyTorchJob", hpa.getMetadata().getOwnerReferences().get(0).getKind());
+        assertTrue(cluster.reconcile().objectsToApply().isEmpty(), "an autoscaler that is as wanted is left alone");
+
+        cluster.job.getSpec().elasticPolicy.maxReplicas = 6;
+        assertEquals(6, ((io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler) cluster.reconcile().objectsToApply().get(0))
+                .getSpec().getMaxReplicas(), "brought up to date with the spec");
+
+        cluster.job.getSpec().runPolicy = new dev.torchjob.operator.api.kubeflow.KubeflowRunPolicy();
+        cluster.job.getSpec().runPolicy.suspend = true;
+        cluster.settle();
+        assertNull(cluster.autoscaler, "a suspended job has no autoscaler");
+    }
 }

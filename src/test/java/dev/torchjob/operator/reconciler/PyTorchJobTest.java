@@ -175,4 +175,17 @@ class PyTorchJobTest {
         cluster.awaitState("j", "Succeeded");
         org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> cluster.pytorchJob("j") == null);
     }
+
+    @Test
+    void anElasticJobWithMetricsGetsAnAutoscalerItOwns() throws java.io.IOException {
+        OperatorHarness cluster = new OperatorHarness(client, "kf-hpa");
+        cluster.submitPyTorchJob(java.nio.file.Files.readString(java.nio.file.Path.of("kubernetes/examples/kubeflow/05-elastic.yaml")));
+        cluster.awaitPodNames("elastic-example-worker-0", "elastic-example-worker-1");
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+                client.autoscaling().v2().horizontalPodAutoscalers().inNamespace("kf-hpa").withName("elastic-example").get() != null);
+        var hpa = client.autoscaling().v2().horizontalPodAutoscalers().inNamespace("kf-hpa").withName("elastic-example").get();
+        assertEquals(cluster.pytorchJob("elastic-example").getMetadata().getUid(), hpa.getMetadata().getOwnerReferences().get(0).getUid());
+        assertEquals(4, hpa.getSpec().getMaxReplicas());
+        assertEquals("PyTorchJob", hpa.getSpec().getScaleTargetRef().getKind());
+    }
 }
