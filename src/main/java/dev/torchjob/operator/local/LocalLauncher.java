@@ -11,6 +11,9 @@ import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.kubeflow.KubeflowSpecValidator;
+import io.fabric8.kubernetes.client.CustomResource;
 import dev.torchjob.operator.t9k.SpecValidator;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -31,7 +34,8 @@ public final class LocalLauncher {
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_BAD_INPUT = 2;
     static final String NAMESPACE = "default";
-    static final String CRD_RESOURCE = "/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml";
+    static final List<String> CRD_RESOURCES = List.of("/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml",
+            "/crd/pytorchjobs.kubeflow.org-v1.yml");
     static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT]";
 
     private LocalLauncher() {
@@ -75,6 +79,7 @@ public final class LocalLauncher {
         System.setProperty("quarkus.kubernetes-client.namespace", NAMESPACE);
         System.setProperty("quarkus.kubernetes-client.trust-certs", "true");
         System.setProperty("torchjob.server-side-apply", "false"); // the embedded mock server has none
+        System.setProperty("torchjob.kubeflow.enabled", "true"); // a PyTorchJob file runs too
         // A crash loop on a laptop is watched live: a short back-off (still doubling) keeps it readable.
         System.setProperty("torchjob.restart-backoff.initial", System.getProperty("torchjob.restart-backoff.initial", "1s"));
         System.setProperty("torchjob.restart-backoff.max", System.getProperty("torchjob.restart-backoff.max", "30s"));
@@ -94,7 +99,7 @@ public final class LocalLauncher {
         if (!Files.isRegularFile(jobFile)) {
             return Optional.of("no such file");
         }
-        PyTorchTrainingJob job;
+        CustomResource<?, ?> job;
         try {
             job = read(jobFile);
         } catch (IOException | RuntimeException e) {
@@ -103,31 +108,40 @@ public final class LocalLauncher {
         if (job == null || job.getMetadata() == null || job.getMetadata().getName() == null) {
             return Optional.of("metadata.name is missing");
         }
-        return SpecValidator.problemWith(job);
+        return job instanceof PyTorchJob kubeflow ? KubeflowSpecValidator.problemWith(kubeflow)
+                : SpecValidator.problemWith((PyTorchTrainingJob) job);
     }
 
-    static PyTorchTrainingJob read(Path jobFile) throws IOException {
+    /** The job in the file: a T9k PyTorchTrainingJob or a Kubeflow PyTorchJob. */
+    static CustomResource<?, ?> read(Path jobFile) throws IOException {
         String text = Files.readString(jobFile);
         KubernetesSerialization serialization = new KubernetesSerialization();
         GenericKubernetesResource object = serialization.unmarshal(text, GenericKubernetesResource.class);
         if (object == null) {
             throw new IllegalArgumentException("the file is empty");
         }
-        if (!PyTorchTrainingJob.KIND.equals(object.getKind())
-                || !(PyTorchTrainingJob.GROUP + "/" + PyTorchTrainingJob.VERSION).equals(object.getApiVersion())) {
-            throw new IllegalArgumentException("kind " + object.getKind() + " (" + object.getApiVersion()
-                    + ") is not PyTorchTrainingJob (" + PyTorchTrainingJob.GROUP + "/" + PyTorchTrainingJob.VERSION + ")");
+        String t9k = PyTorchTrainingJob.GROUP + "/" + PyTorchTrainingJob.VERSION;
+        String kubeflow = PyTorchJob.GROUP + "/" + PyTorchJob.VERSION;
+        if (PyTorchTrainingJob.KIND.equals(object.getKind()) && t9k.equals(object.getApiVersion())) {
+            return serialization.unmarshal(text, PyTorchTrainingJob.class);
         }
-        return serialization.unmarshal(text, PyTorchTrainingJob.class);
+        if (PyTorchJob.KIND.equals(object.getKind()) && kubeflow.equals(object.getApiVersion())) {
+            return serialization.unmarshal(text, PyTorchJob.class);
+        }
+        throw new IllegalArgumentException("kind " + object.getKind() + " (" + object.getApiVersion() + ") is neither PyTorchTrainingJob ("
+                + t9k + ") nor PyTorchJob (" + kubeflow + ")");
     }
 
     private static void installCrd(KubernetesMockServer apiServer) throws IOException {
-        try (InputStream crd = LocalLauncher.class.getResourceAsStream(CRD_RESOURCE);
-                KubernetesClient client = apiServer.createClient()) {
-            if (crd == null) {
-                throw new IOException("CRD " + CRD_RESOURCE + " is missing from the application");
+        try (KubernetesClient client = apiServer.createClient()) {
+            for (String resource : CRD_RESOURCES) {
+                try (InputStream crd = LocalLauncher.class.getResourceAsStream(resource)) {
+                    if (crd == null) {
+                        throw new IOException("CRD " + resource + " is missing from the application");
+                    }
+                    client.load(crd).create();
+                }
             }
-            client.load(crd).create();
         }
     }
 

@@ -14,16 +14,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
+import io.fabric8.kubernetes.api.model.ContainerStateTerminatedBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -54,6 +57,8 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     /** The last lines each running process printed: its termination message if it fails (FallbackToLogsOnError). */
     private final Map<String, Deque<String>> lastLinesByPodUid = new ConcurrentHashMap<>();
     private final Set<String> startedPodUids = ConcurrentHashMap.newKeySet();
+    /** Pods deleted while their container waited to be restarted in place: it is not started again. */
+    private final Set<String> deletedPodUids = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
     private SharedIndexInformer<Pod> informer;
 
@@ -65,7 +70,8 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     void start() {
-        informer = client.pods().inNamespace(namespace).withLabel(JobLabels.OWNER_KIND, PyTorchTrainingJob.KIND).inform(this);
+        // The embedded API server holds only this job's pods, of either kind.
+        informer = client.pods().inNamespace(namespace).inform(this);
     }
 
     @Override
@@ -80,6 +86,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
 
     @Override
     public void onDelete(Pod pod, boolean finalStateUnknown) {
+        deletedPodUids.add(pod.getMetadata().getUid());
         stop(pod.getMetadata().getUid());
     }
 
@@ -97,9 +104,24 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         if (stopping || pod.getMetadata().getDeletionTimestamp() != null || !startedPodUids.add(uid)) {
             return;
         }
+        launch(pod, 0, null);
+    }
+
+    /** The job a pod belongs to: T9k pods name it as their subdomain, Kubeflow's in a label. */
+    private static String jobOf(Pod pod) {
+        if (pod.getSpec().getSubdomain() != null) {
+            return pod.getSpec().getSubdomain();
+        }
+        Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
+        return labels.getOrDefault(KubeflowLabels.JOB_NAME, labels.get(JobLabels.OWNER_NAME));
+    }
+
+    /** Starts the training container's process; {@code restarts} and {@code last}: in-place restarts so far and how the last run ended. */
+    private void launch(Pod pod, int restarts, ContainerStateTerminated last) {
+        String uid = pod.getMetadata().getUid();
         String podName = pod.getMetadata().getName();
         Container container = TrainingContainer.of(pod);
-        Map<String, String> env = environment(container.getEnv(), pod.getSpec().getSubdomain(), podName);
+        Map<String, String> env = environment(container.getEnv(), jobOf(pod), podName);
         List<String> argv = new ArrayList<>();
         if (container.getCommand() != null) {
             container.getCommand().forEach(word -> argv.add(expand(word, env)));
@@ -126,7 +148,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             return;
         }
         processesByPodUid.put(uid, process);
-        markRunning(pod);
+        markRunning(pod, restarts, last);
         Deque<String> lastLines = new ArrayDeque<>();
         lastLinesByPodUid.put(uid, lastLines);
         Thread output = new Thread(() -> copyOutput(podName, process, lastLines), "output-" + podName);
@@ -142,8 +164,22 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             // A process we stopped belongs to a deleted pod: there is no status to write.
             if (processesByPodUid.remove(uid) != null && !stopping) {
                 int exitCode = ended.exitValue();
-                finish(pod, exitCode, exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error",
-                        exitCode == 0 ? null : terminationMessage(lines));
+                String reason = exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error";
+                String message = exitCode == 0 ? null : terminationMessage(lines);
+                if (restartsInPlace(pod, exitCode)) {
+                    // As the kubelet does under pod restartPolicy OnFailure or Always: the same pod, a new run, after a back-off.
+                    long delay = Math.min(30_000L, 1000L << Math.min(restarts, 5));
+                    out.println("[" + podName + "] exited with code " + exitCode + "; the node restarts it in place in " + delay / 1000 + " s");
+                    ContainerStateTerminated terminated = new ContainerStateTerminatedBuilder().withExitCode(exitCode).withReason(reason)
+                            .withMessage(message).withFinishedAt(Instant.now().toString()).build();
+                    CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS).execute(() -> {
+                        if (!stopping && !deletedPodUids.contains(uid)) {
+                            launch(pod, restarts + 1, terminated);
+                        }
+                    });
+                } else {
+                    finish(pod, exitCode, reason, message);
+                }
             }
         });
     }
@@ -202,12 +238,22 @@ final class LocalNode implements ResourceEventHandler<Pod> {
                 continue;
             }
             String value = expand(var.getValue() == null ? "" : var.getValue(), env);
-            if (jobName != null && value.endsWith("." + jobName) && value.startsWith(jobName + "-")) {
-                value = "127.0.0.1";
+            if (jobName != null) {
+                value = local(value, jobName);
             }
             env.put(var.getName(), value);
         }
         return env;
+    }
+
+    /**
+     * A name of one of the job's pods (T9k: {@code <pod>.<job>}; Kubeflow: the pod's Service,
+     * {@code <job>-master-0}), alone or as {@code host:port}, becomes 127.0.0.1.
+     */
+    static String local(String value, String jobName) {
+        String pod = Pattern.quote(jobName) + "-[a-z0-9]([-a-z0-9]*[a-z0-9])?-[0-9]+";
+        Matcher matcher = Pattern.compile("^" + pod + "(\\." + Pattern.quote(jobName) + ")?(:[0-9]+)?$").matcher(value);
+        return matcher.matches() ? "127.0.0.1" + (matcher.group(3) == null ? "" : matcher.group(3)) : value;
     }
 
     /** $(VAR) becomes VAR's value when defined, stays as written otherwise; $$ is a literal $. */
@@ -224,11 +270,18 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         return result.toString();
     }
 
-    private void markRunning(Pod pod) {
+    /** Pod restartPolicy OnFailure restarts a container that failed, Always any that ended (T9k pods are Never). */
+    private static boolean restartsInPlace(Pod pod, int exitCode) {
+        String policy = pod.getSpec().getRestartPolicy();
+        return "Always".equals(policy) || ("OnFailure".equals(policy) && exitCode != 0);
+    }
+
+    private void markRunning(Pod pod, int restarts, ContainerStateTerminated last) {
         Container container = TrainingContainer.of(pod);
         writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(Instant.now().toString())
-                .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true)
+                .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true).withRestartCount(restarts)
                         .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
+                        .withLastState(last == null ? null : new ContainerStateBuilder().withTerminated(last).build())
                         .build())
                 .build());
     }

@@ -11,7 +11,8 @@ import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.ConfigProvider;
 
 import dev.torchjob.operator.api.JobPhase;
-import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.runtime.QuarkusApplication;
@@ -33,7 +34,7 @@ public class LocalRun implements QuarkusApplication {
         PrintStream out = System.out;
         // Read here, not injected: this bean exists in every mode, the property only in the local one.
         Path file = Path.of(ConfigProvider.getConfig().getValue(JOB_FILE_PROPERTY, String.class));
-        PyTorchTrainingJob job = LocalLauncher.read(file);
+        CustomResource<?, ?> job = LocalLauncher.read(file);
         job.getMetadata().setNamespace(LocalLauncher.NAMESPACE);
         String name = job.getMetadata().getName();
 
@@ -44,16 +45,18 @@ public class LocalRun implements QuarkusApplication {
 
         out.println("[local] embedded API server " + client.getMasterUrl() + "; metrics http://127.0.0.1:"
                 + ConfigProvider.getConfig().getOptionalValue("quarkus.http.port", String.class).orElse("8080") + "/q/metrics");
-        client.resources(PyTorchTrainingJob.class).inNamespace(LocalLauncher.NAMESPACE).resource(job).create();
-        out.println("[local] submitted PyTorchTrainingJob " + name + " from " + file);
+        @SuppressWarnings("unchecked")
+        Class<CustomResource<?, ?>> kind = (Class<CustomResource<?, ?>>) job.getClass();
+        client.resources(kind).inNamespace(LocalLauncher.NAMESPACE).resource(job).create();
+        out.println("[local] submitted " + job.getKind() + " " + name + " from " + file);
 
         Set<String> reported = new HashSet<>();
         JobPhase phase = null;
-        PyTorchTrainingJob current;
+        CustomResource<?, ?> current;
         while (true) {
-            current = client.resources(PyTorchTrainingJob.class).inNamespace(LocalLauncher.NAMESPACE).withName(name).get();
+            current = client.resources(kind).inNamespace(LocalLauncher.NAMESPACE).withName(name).get();
             reportEvents(reported, out);
-            JobPhase now = current == null || current.getStatus() == null ? null : current.getStatus().phase;
+            JobPhase now = phaseOf(current);
             if (now != null && now != phase) {
                 out.println("[operator] job " + name + " is " + now);
                 phase = now;
@@ -69,6 +72,15 @@ public class LocalRun implements QuarkusApplication {
         out.println("[local] final status of " + name + ":");
         out.print(client.getKubernetesSerialization().asYaml(current.getStatus()).replaceFirst("^---\\n", ""));
         return phase == JobPhase.Succeeded ? LocalLauncher.EXIT_SUCCEEDED : LocalLauncher.EXIT_FAILED;
+    }
+
+    /** The phase either kind's status keeps (T9k's own field; this operator's beside Kubeflow's). */
+    private static JobPhase phaseOf(CustomResource<?, ?> job) {
+        if (job == null || job.getStatus() == null) {
+            return null;
+        }
+        return job.getStatus() instanceof PyTorchJobStatus kubeflow ? kubeflow.phase
+                : ((dev.torchjob.operator.api.PyTorchTrainingJobStatus) job.getStatus()).phase;
     }
 
     private void reportEvents(Set<String> reported, PrintStream out) {

@@ -39,7 +39,7 @@ class LocalModeIT {
 
     @BeforeEach
     void copyExample() throws IOException {
-        for (String file : List.of("train.py", ".python-version", "ddp-job.yaml")) {
+        for (String file : List.of("train.py", ".python-version", "ddp-job.yaml", "ddp-pytorchjob.yaml")) {
             Files.copy(EXAMPLE.resolve(file), dir.resolve(file));
         }
     }
@@ -108,6 +108,33 @@ class LocalModeIT {
     }
 
     @Test
+    void theKubeflowVersionOfTheExampleTrainsWithKubeflowsEnvironmentAndSucceeds() throws Exception {
+        Run run = run(dir.resolve("ddp-pytorchjob.yaml").toString());
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("[local] submitted PyTorchJob ddp-kubeflow"), run.out());
+        assertTrue(run.out().contains("[ddp-kubeflow-master-0] all-reduce check: rank 0 of 2 got 3, expected 3"), run.out());
+        assertTrue(run.out().contains("[ddp-kubeflow-worker-0] all-reduce check: rank 1 of 2 got 3, expected 3"), run.out());
+        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+        assertTrue(run.out().contains("type: \"Succeeded\""), run.out());
+    }
+
+    @Test
+    void underOnFailureAKubeflowReplicaIsRestartedInPlaceAndCountedOnce() throws Exception {
+        String yaml = Files.readString(dir.resolve("ddp-pytorchjob.yaml"));
+        int worker = yaml.indexOf("    Worker:");
+        Path job = dir.resolve("in-place.yaml");
+        Files.writeString(job, yaml.substring(0, worker) + yaml.substring(worker).replaceFirst("- \\{name: EPOCHS, value: \"8\"}",
+                Matcher.quoteReplacement("- {name: EPOCHS, value: \"8\"}\n            - {name: FAIL_ONCE_EXIT_CODE, value: \"3\"}\n"
+                        + "            - {name: FAIL_RANKS, value: \"1\"}")));
+        Run run = run(job.toString());
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("[ddp-kubeflow-worker-0] exited with code 3; the node restarts it in place"), run.out());
+        assertTrue(run.out().contains("ReplicaRestarted: pod ddp-kubeflow-worker-0 (container pytorch) exited with code 3 (Error) and was restarted in place (restart 1 of backoffLimit 3)"), run.out());
+        assertTrue(run.out().contains("backoffCount: 1"), run.out());
+        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+    }
+
+    @Test
     void aReplicaExitingWithOneFailsTheJobAndTheCommand() throws Exception {
         Path job = jobWithWorkerEnv("fail.yaml", "FAIL_ONCE_EXIT_CODE", "1", "FAIL_RANKS", "1", "FAIL_ALWAYS", "1");
         Run run = run(job.toString());
@@ -167,7 +194,7 @@ class LocalModeIT {
                 """);
         record Case(String file, String says) {
         }
-        for (Case c : List.of(new Case("broken.yaml", "error: "), new Case("pod.yaml", "kind Pod (v1) is not PyTorchTrainingJob"),
+        for (Case c : List.of(new Case("broken.yaml", "error: "), new Case("pod.yaml", "kind Pod (v1) is neither PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) nor PyTorchJob (kubeflow.org/v1)"),
                 new Case("two-masters.yaml", "spec.replicaSpecs[0].replicas must be 1"), new Case("missing.yaml", "no such file"))) {
             Run run = run(dir.resolve(c.file()).toString());
             assertEquals(2, run.exitCode(), c.file());
