@@ -88,6 +88,50 @@ class ResilienceIT {
     }
 
     /**
+     * Kubeflow's PyTorchJob under OnFailure: the kubelet restarts a container in place (the test
+     * writes that into the pod's status, as a kubelet would), the operator counts it, is killed,
+     * and the operator that takes over counts it no second time, only the next one.
+     */
+    @Test
+    void anInPlaceRestartIsCountedOnceAcrossAnOperatorRestart() throws Exception {
+        OperatorHarness cluster = install.harness("kf-kill");
+        try (OperatorProcess first = install.newOperator(Map.of(), true)) {
+            cluster.submitPyTorchJob(dev.torchjob.operator.reconciler.PyTorchJobTestJobs.job("j", "OnFailure", "{backoffLimit: 5}"));
+            cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+            cluster.runAll();
+            cluster.awaitState("j", "Running");
+            restartInPlace(cluster, "j-worker-0", 1);
+            cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 1);
+            first.kill();
+            try (OperatorProcess second = install.newOperator(Map.of(), true)) {
+                // The new operator reads every job again; an edit makes sure it has looked at this one.
+                admin.resources(dev.torchjob.operator.api.kubeflow.PyTorchJob.class).inNamespace(cluster.namespace).withName("j")
+                        .edit(j -> {
+                            j.getMetadata().setLabels(Map.of("looked-at", "yes"));
+                            return j;
+                        });
+                Thread.sleep(3000);
+                assertEquals(1, cluster.pytorchJob("j").getStatus().backoffCount, "not counted again by the new operator");
+                restartInPlace(cluster, "j-worker-0", 1);
+                cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 2);
+                assertEquals(2, cluster.pytorchJob("j").getStatus().backoffCount);
+            }
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /** What the kubelet writes when it restarts a pod's container in place: restartCount grows, lastState keeps the exit. */
+    static void restartInPlace(OperatorHarness cluster, String pod, int exitCode) {
+        admin.pods().inNamespace(cluster.namespace).withName(pod).editStatus(p -> {
+            var status = p.getStatus().getContainerStatuses().get(0);
+            status.setRestartCount((status.getRestartCount() == null ? 0 : status.getRestartCount()) + 1);
+            status.setLastState(new io.fabric8.kubernetes.api.model.ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
+                    .withReason("Error").endTerminated().build());
+            return p;
+        });
+    }
+
+    /**
      * A crash-looping replica on the real cluster: its restart waits the back-off (the failed pod
      * stays meanwhile), the status says when, and the new pod comes on time with no event to wake
      * the operator.

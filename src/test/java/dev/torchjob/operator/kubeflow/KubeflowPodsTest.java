@@ -195,4 +195,36 @@ class KubeflowPodsTest {
         assertFalse(worker.getMetadata().getLabels().containsKey("training.kubeflow.org/job-role"));
         assertTrue(worker.getMetadata().getOwnerReferences().get(0).getController());
     }
+
+    static java.util.stream.Stream<Path> examples() throws IOException {
+        return KubeflowModelTest.examples();
+    }
+
+    /** Every seed manifest becomes the pods Kubeflow would create: names, rank env, the pytorch port, one Service each. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.MethodSource("examples")
+    void everySeedExampleIsPlannedIntoThePodsKubeflowWouldCreate(Path example) throws IOException {
+        PyTorchJob job = KubeflowModelTest.parse(Files.readString(example));
+        Map<String, Pod> pods = pods(job);
+        String name = job.getMetadata().getName();
+        var types = ReplicaTypes.of(job.getSpec());
+        int workers = types.containsKey("Worker") ? types.get("Worker").replicas : 0;
+        List<String> expected = new java.util.ArrayList<>();
+        if (types.containsKey("Master")) {
+            expected.add(name + "-master-0");
+        }
+        for (int i = 0; i < workers; i++) {
+            expected.add(name + "-worker-" + i);
+        }
+        assertEquals(expected, List.copyOf(pods.keySet()), example.toString());
+        pods.values().forEach(pod -> {
+            Map<String, String> env = env(pytorch(pod));
+            assertEquals("1", env.get("PYTHONUNBUFFERED"));
+            // With a Master, WORLD_SIZE counts the pods; elastic workers read the lower bound of PET_NNODES (min:max).
+            String pods = types.containsKey("Master") ? env.get("WORLD_SIZE") : env.get("PET_NNODES").replaceAll(":.*", "");
+            assertEquals(Integer.toString(expected.size()), pods, example + " " + pod.getMetadata().getName());
+            assertTrue(pytorch(pod).getPorts().stream().anyMatch(p -> "pytorchjob-port".equals(p.getName())));
+        });
+        assertEquals(expected, services(job).stream().map(s -> s.getMetadata().getName()).toList());
+    }
 }

@@ -30,20 +30,7 @@ class PyTorchJobTest {
     KubernetesClient client;
 
     static String job(String name, String workerPolicy, String runPolicy) {
-        return """
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: {name: %s}
-                spec:
-                  runPolicy: %s
-                  pytorchReplicaSpecs:
-                    Master:
-                      template: {spec: {containers: [{name: pytorch, image: torch, args: [--backend, gloo]}]}}
-                    Worker:
-                      replicas: 2
-                      restartPolicy: %s
-                      template: {spec: {containers: [{name: pytorch, image: torch, args: [--backend, gloo]}]}}
-                """.formatted(name, runPolicy, workerPolicy);
+        return PyTorchJobTestJobs.job(name, workerPolicy, runPolicy);
     }
 
     static Map<String, String> env(Pod pod) {
