@@ -221,8 +221,8 @@ class KubeflowPodsTest {
             Map<String, String> env = env(pytorch(pod));
             assertEquals("1", env.get("PYTHONUNBUFFERED"));
             // With a Master, WORLD_SIZE counts the pods; elastic workers read the lower bound of PET_NNODES (min:max).
-            String pods = types.containsKey("Master") ? env.get("WORLD_SIZE") : env.get("PET_NNODES").replaceAll(":.*", "");
-            assertEquals(Integer.toString(expected.size()), pods, example + " " + pod.getMetadata().getName());
+            String podCount = types.containsKey("Master") ? env.get("WORLD_SIZE") : env.get("PET_NNODES").replaceAll(":.*", "");
+            assertEquals(Integer.toString(expected.size()), podCount, example + " " + pod.getMetadata().getName());
             assertTrue(pytorch(pod).getPorts().stream().anyMatch(p -> "pytorchjob-port".equals(p.getName())));
         });
         assertEquals(expected, services(job).stream().map(s -> s.getMetadata().getName()).toList());
