@@ -1,6 +1,5 @@
 package dev.torchjob.operator.api;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
@@ -28,7 +27,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         message = "runMode.debug.enabled is fixed at creation: delete and recreate the job to change it")
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class PyTorchTrainingJobSpec implements Unreadable.Part {
+public class PyTorchTrainingJobSpec extends Unreadable.Part {
 
     @Required
     @Size(min = 1, max = 16)
@@ -58,34 +57,11 @@ public class PyTorchTrainingJobSpec implements Unreadable.Part {
     @JsonPropertyDescription("Accepted and preserved for T9k compatibility; TensorBoard is not managed by this operator.")
     public Map<String, Object> tensorboardSpec;
 
-    /** Set when the stored spec could not be read into these types: which field, and why. */
-    @JsonIgnore
-    public String unreadable;
-
-    /** What the API server holds, when it could not be read: written back as it was. */
-    @JsonIgnore
-    public com.fasterxml.jackson.databind.JsonNode stored;
-
-    @Override
-    public String unreadable() {
-        return unreadable;
-    }
-
-    @Override
-    public com.fasterxml.jackson.databind.JsonNode stored() {
-        return stored;
-    }
-
     /** Reads a spec, or an empty one that names the field it could not read. */
     @RegisterForReflection
     public static class Reader extends Unreadable<PyTorchTrainingJobSpec> {
         public Reader() {
-            super(PyTorchTrainingJobSpec.class, "spec", (problem, stored) -> {
-                PyTorchTrainingJobSpec spec = new PyTorchTrainingJobSpec();
-                spec.unreadable = problem;
-                spec.stored = stored;
-                return spec;
-            });
+            super(PyTorchTrainingJobSpec.class, "spec", PyTorchTrainingJobSpec::new);
         }
     }
 }

@@ -1,6 +1,5 @@
 package dev.torchjob.operator.api;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 
 import java.util.ArrayList;
@@ -18,7 +17,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class PyTorchTrainingJobStatus implements Unreadable.Part {
+public class PyTorchTrainingJobStatus extends Unreadable.Part {
 
     @JsonPropertyDescription("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.")
     public JobPhase phase;
@@ -63,34 +62,11 @@ public class PyTorchTrainingJobStatus implements Unreadable.Part {
     @JsonPropertyDescription("The spec the job runs on: its spec as last accepted. An edit the operator refuses (see the SpecRejected condition) leaves the job running on this one.")
     public Map<String, Object> lastValidSpec;
 
-    /** Set when the stored status could not be read into these types: which field, and why. */
-    @JsonIgnore
-    public String unreadable;
-
-    /** What the API server holds, when it could not be read: written back as it was. */
-    @JsonIgnore
-    public com.fasterxml.jackson.databind.JsonNode stored;
-
-    @Override
-    public String unreadable() {
-        return unreadable;
-    }
-
-    @Override
-    public com.fasterxml.jackson.databind.JsonNode stored() {
-        return stored;
-    }
-
     /** Reads a status, or an empty one that names the field it could not read. */
     @RegisterForReflection
     public static class Reader extends Unreadable<PyTorchTrainingJobStatus> {
         public Reader() {
-            super(PyTorchTrainingJobStatus.class, "status", (problem, stored) -> {
-                PyTorchTrainingJobStatus status = new PyTorchTrainingJobStatus();
-                status.unreadable = problem;
-                status.stored = stored;
-                return status;
-            });
+            super(PyTorchTrainingJobStatus.class, "status", PyTorchTrainingJobStatus::new);
         }
     }
 }

@@ -1,8 +1,9 @@
 package dev.torchjob.operator.api;
 
 import java.io.IOException;
-import java.util.function.BiFunction;
+import java.util.function.Supplier;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.BeanDescription;
@@ -32,22 +33,32 @@ public abstract class Unreadable<T extends Unreadable.Part> extends StdDeseriali
     private static final int MAX_MESSAGE = 300;
     private final Class<T> type;
     private final String part;
-    private final BiFunction<String, JsonNode, T> unreadable;
+    private final Supplier<T> empty;
 
-    /** A spec or status: when it could not be read, why, and what was stored. */
-    public interface Part {
+    /** A spec or status: when it could not be read, why, and what was stored (written back as it was). Never in the schema. */
+    public abstract static class Part {
         /** Which field could not be read and why; null when the part was read. */
-        String unreadable();
+        @JsonIgnore
+        public String unreadable;
 
         /** What the API server holds, when it could not be read. */
-        JsonNode stored();
+        @JsonIgnore
+        public JsonNode stored;
+
+        public String unreadable() {
+            return unreadable;
+        }
+
+        public JsonNode stored() {
+            return stored;
+        }
     }
 
-    protected Unreadable(Class<T> type, String part, BiFunction<String, JsonNode, T> unreadable) {
+    protected Unreadable(Class<T> type, String part, Supplier<T> empty) {
         super(type);
         this.type = type;
         this.part = part;
-        this.unreadable = unreadable;
+        this.empty = empty;
     }
 
     @Override
@@ -56,7 +67,10 @@ public abstract class Unreadable<T extends Unreadable.Part> extends StdDeseriali
         try {
             return context.readTreeAsValue(tree, type);
         } catch (JsonMappingException e) {
-            return unreadable.apply(problem(part, e), tree);
+            T unreadable = empty.get();
+            unreadable.unreadable = problem(part, e);
+            unreadable.stored = tree;
+            return unreadable;
         }
     }
 

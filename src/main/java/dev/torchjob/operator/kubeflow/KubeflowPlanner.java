@@ -1,7 +1,6 @@
 package dev.torchjob.operator.kubeflow;
 
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -14,6 +13,7 @@ import java.util.Set;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.KubeflowReplicaStatus;
@@ -124,11 +124,11 @@ public final class KubeflowPlanner {
         return new JobState(
                 status.observedGeneration != null,
                 status.phase == null ? null : JobState.Phase.valueOf(status.phase.name()),
-                instant(status.startTime),
-                instant(status.completionTime),
+                StatusTime.parse(status.startTime),
+                StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
                 status.countedRestarts == null ? List.of()
-                        : status.countedRestarts.stream().map(c -> new JobState.CountedRestart(c.pod, c.uid, instant(c.restartAt))).toList(),
+                        : status.countedRestarts.stream().map(c -> new JobState.CountedRestart(c.pod, c.uid, StatusTime.parse(c.restartAt))).toList(),
                 ReplicaRecords.state(status.tasks),
                 null,
                 false,
@@ -263,14 +263,4 @@ public final class KubeflowPlanner {
         };
     }
 
-    private static Instant instant(String text) {
-        if (text == null) {
-            return null;
-        }
-        try {
-            return Instant.parse(text);
-        } catch (DateTimeParseException e) {
-            return null;
-        }
-    }
 }

@@ -3,7 +3,6 @@ package dev.torchjob.operator.metrics;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,6 +11,7 @@ import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
 import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.Plan;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -63,7 +63,7 @@ public class JobMetrics {
         String namespace = job.getMetadata().getNamespace();
         registerNamespace(namespace, job.getKind());
         Phase phase = state.phase() == null ? Phase.Pending : state.phase();
-        jobs.put(new JobKey(job.getKind(), ResourceID.fromResource(job)), new Seen(phase, instant(job.getMetadata().getCreationTimestamp())));
+        jobs.put(new JobKey(job.getKind(), ResourceID.fromResource(job)), new Seen(phase, StatusTime.parse(job.getMetadata().getCreationTimestamp())));
     }
 
     /** After the status was written: count the transitions between the two. */
@@ -87,7 +87,7 @@ public class JobMetrics {
         }
         if (after.phase() == Phase.Running && (was == null || was == Phase.Pending)) {
             // Every replica ran at this pass: it is when the job's Running condition turned true.
-            Instant created = instant(job.getMetadata().getCreationTimestamp());
+            Instant created = StatusTime.parse(job.getMetadata().getCreationTimestamp());
             Instant ran = plan.decidedAt();
             if (created != null && !ran.isBefore(created)) {
                 timeToRunning(namespace, kind).record(Duration.between(created, ran));
@@ -183,16 +183,6 @@ public class JobMetrics {
                 .register(registry);
     }
 
-    private static Instant instant(String timestamp) {
-        if (timestamp == null) {
-            return null;
-        }
-        try {
-            return Instant.parse(timestamp);
-        } catch (DateTimeParseException e) {
-            return null;
-        }
-    }
 
     private static Duration[] seconds(long... values) {
         Duration[] durations = new Duration[values.length];

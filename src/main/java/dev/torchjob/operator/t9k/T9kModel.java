@@ -1,12 +1,11 @@
 package dev.torchjob.operator.t9k;
 
-import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.CleanUpPolicy;
+import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
@@ -84,7 +83,7 @@ public final class T9kModel {
         }
         List<ReplicaGroupState> groups = ReplicaRecords.state(status.tasks);
         List<CountedRestart> counted = status.countedRestarts == null ? List.of()
-                : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid, instant(c.restartAt))).toList();
+                : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid, StatusTime.parse(c.restartAt))).toList();
         JobCondition paused = Conditions.find(status.conditions, JobCondition.PAUSED);
         Pause pause = paused == null ? Pause.NEVER
                 : paused.isTrue() ? Pause.PAUSED
@@ -94,8 +93,8 @@ public final class T9kModel {
         return new JobState(
                 status.observedGeneration != null,
                 status.phase == null ? null : JobState.Phase.valueOf(status.phase.name()),
-                instant(status.startTime),
-                instant(status.completionTime),
+                StatusTime.parse(status.startTime),
+                StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
                 counted,
                 groups,
@@ -122,15 +121,4 @@ public final class T9kModel {
         }
     }
 
-    /** A time the status holds; one that does not parse is treated as absent (as before: no deadline from it). */
-    private static Instant instant(String text) {
-        if (text == null) {
-            return null;
-        }
-        try {
-            return Instant.parse(text);
-        } catch (DateTimeParseException e) {
-            return null;
-        }
-    }
 }

@@ -262,4 +262,20 @@ class KubeflowPlannerTest {
         cluster.settle();
         assertNull(cluster.autoscaler, "a suspended job has no autoscaler");
     }
+
+    @Test
+    void theDeadlineEndsTheJobWithoutWaitingForAnEventAndCleansUp() {
+        KubeflowCluster cluster = job("runPolicy: {activeDeadlineSeconds: 600, cleanPodPolicy: Running}\npytorchReplicaSpecs:\n  Worker: {replicas: 2, template: "
+                + POD + "}");
+        cluster.settle();
+        cluster.runAll();
+        Plan<PyTorchJobStatus> running = cluster.reconcile();
+        assertTrue(running.recheckAfter().isPresent(), "a running job with a deadline asks to be looked at again");
+        cluster.now = cluster.now.plusSeconds(600);
+        cluster.settle();
+        assertEquals("Failed", cluster.state());
+        assertEquals("DeadlineExceeded", cluster.job.getStatus().failureReason);
+        assertNotNull(cluster.job.getStatus().completionTime);
+        assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty(), "its running pods are cleaned up");
+    }
 }

@@ -3,11 +3,9 @@ package dev.torchjob.operator.api.kubeflow;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
-import com.fasterxml.jackson.databind.JsonNode;
 
 import dev.torchjob.operator.api.Unreadable;
 import io.fabric8.generator.annotation.Pattern;
@@ -24,7 +22,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @ValidationRule(value = "!has(self.nprocPerNode) || !has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode)",
         message = "nprocPerNode and the deprecated elasticPolicy.nProcPerNode cannot both be set: keep nprocPerNode")
 @RegisterForReflection
-public class PyTorchJobSpec implements Unreadable.Part {
+public class PyTorchJobSpec extends Unreadable.Part {
 
     @Required
     @Size(min = 1, max = 2)
@@ -45,34 +43,11 @@ public class PyTorchJobSpec implements Unreadable.Part {
     @JsonPropertyDescription("Processes per pod for torchrun (PET_NPROC_PER_NODE): a number, auto, cpu or gpu. Default auto.")
     public String nprocPerNode;
 
-    /** Set when the stored spec could not be read into these types: which field, and why. */
-    @JsonIgnore
-    public String unreadable;
-
-    /** What the API server holds, when it could not be read: written back as it was. */
-    @JsonIgnore
-    public JsonNode stored;
-
-    @Override
-    public String unreadable() {
-        return unreadable;
-    }
-
-    @Override
-    public JsonNode stored() {
-        return stored;
-    }
-
     /** Reads a spec, or an empty one that names the field it could not read. */
     @RegisterForReflection
     public static class Reader extends Unreadable<PyTorchJobSpec> {
         public Reader() {
-            super(PyTorchJobSpec.class, "spec", (problem, stored) -> {
-                PyTorchJobSpec spec = new PyTorchJobSpec();
-                spec.unreadable = problem;
-                spec.stored = stored;
-                return spec;
-            });
+            super(PyTorchJobSpec.class, "spec", PyTorchJobSpec::new);
         }
     }
 }

@@ -5,11 +5,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
-import com.fasterxml.jackson.databind.JsonNode;
 
 import dev.torchjob.operator.api.CountedRestart;
 import dev.torchjob.operator.api.JobPhase;
@@ -24,7 +22,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @RegisterForReflection
-public class PyTorchJobStatus implements Unreadable.Part {
+public class PyTorchJobStatus extends Unreadable.Part {
     @JsonPropertyDescription("Conditions in the order they were first set; the State column shows the last one's type.")
     public List<KubeflowCondition> conditions = new ArrayList<>();
 
@@ -58,34 +56,11 @@ public class PyTorchJobStatus implements Unreadable.Part {
     @JsonPropertyDescription("The replicas whose restarts were counted, with their pod's UID and in-place restarts, so each is counted once across operator restarts.")
     public List<CountedRestart> countedRestarts;
 
-    /** Set when the stored status could not be read into these types: which field, and why. */
-    @JsonIgnore
-    public String unreadable;
-
-    /** What the API server holds, when it could not be read: written back as it was. */
-    @JsonIgnore
-    public JsonNode stored;
-
-    @Override
-    public String unreadable() {
-        return unreadable;
-    }
-
-    @Override
-    public JsonNode stored() {
-        return stored;
-    }
-
     /** Reads a status, or an empty one that names the field it could not read. */
     @RegisterForReflection
     public static class Reader extends Unreadable<PyTorchJobStatus> {
         public Reader() {
-            super(PyTorchJobStatus.class, "status", (problem, stored) -> {
-                PyTorchJobStatus status = new PyTorchJobStatus();
-                status.unreadable = problem;
-                status.stored = stored;
-                return status;
-            });
+            super(PyTorchJobStatus.class, "status", PyTorchJobStatus::new);
         }
     }
 }
