@@ -71,6 +71,14 @@ final class KubeflowCluster {
         throw new AssertionError("planner did not settle");
     }
 
+    /** Pods and Services created, every pod running, the job settled on that. */
+    KubeflowCluster started() {
+        settle();
+        runAll();
+        settle();
+        return this;
+    }
+
     void runAll() {
         pods.values().forEach(PodFates::running);
     }

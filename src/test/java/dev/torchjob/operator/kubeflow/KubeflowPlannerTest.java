@@ -76,9 +76,7 @@ class KubeflowPlannerTest {
     void inPlaceRestartsAreCountedOnceAndTheJobFailsWhenTheyReachBackoffLimit() {
         KubeflowCluster cluster = job("runPolicy: {backoffLimit: 2}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         cluster.restartInPlace("j-worker-1", 1);
         Plan<PyTorchJobStatus> restarted = cluster.reconcile();
         assertEquals(1, restarted.status().backoffCount);
@@ -108,9 +106,7 @@ class KubeflowPlannerTest {
     void underExitCodeAProgramErrorFailsTheJobAndASignalRecreatesThePodCountingIt() {
         KubeflowCluster cluster = job("runPolicy: {backoffLimit: 3}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, restartPolicy: ExitCode, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         String uid = cluster.pods.get("j-worker-0").getMetadata().getUid();
         cluster.exit("j-worker-0", 137);
         cluster.settle();
@@ -132,9 +128,7 @@ class KubeflowPlannerTest {
     void suspendDeletesPodsAndServicesCountsNothingAndResumingStartsAfresh() {
         KubeflowCluster cluster = job("runPolicy: {backoffLimit: 3}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         String firstStart = cluster.job.getStatus().startTime;
         cluster.job.getSpec().runPolicy.suspend = true;
         cluster.settle();
@@ -159,9 +153,7 @@ class KubeflowPlannerTest {
     void cleanPodPolicyRunningDeletesTheUnfinishedPodsAndTheirServicesWhenTheJobEnds() {
         KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: Running}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         cluster.exit("j-master-0", 0);
         cluster.settle();
         assertEquals(Set.of("j-master-0"), cluster.pods.keySet(), "the running workers are deleted, the finished master kept");
@@ -172,9 +164,7 @@ class KubeflowPlannerTest {
     @Test
     void cleanPodPolicyAllDeletesEveryPodAndService() {
         KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: All}\npytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         cluster.exit("j-worker-0", 0);
         cluster.exit("j-worker-1", 0);
         cluster.settle();
@@ -195,9 +185,7 @@ class KubeflowPlannerTest {
     @Test
     void aSettledJobWritesNothing() {
         KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         Plan<PyTorchJobStatus> idle = cluster.reconcile();
         assertTrue(!idle.statusChanged() && idle.podsToCreate().isEmpty() && idle.servicesToCreate().isEmpty());
     }
@@ -205,9 +193,7 @@ class KubeflowPlannerTest {
     @Test
     void aFinishedJobIsDeletedOnceItsTimeToLiveIsOver() {
         KubeflowCluster cluster = job("runPolicy: {ttlSecondsAfterFinished: 60}\npytorchReplicaSpecs:\n  Worker: {template: " + POD + "}");
-        cluster.settle();
-        cluster.runAll();
-        cluster.settle();
+        cluster.started();
         cluster.exit("j-worker-0", 0);
         Plan<PyTorchJobStatus> done = cluster.reconcile();
         assertEquals("Succeeded", cluster.state());
