@@ -110,6 +110,8 @@ public class PlanExecutor {
                         seenByNextPass(job, context, Pod.class, made);
                     })) {
                         created.add(pod.getMetadata().getName());
+                    } else {
+                        refuseIfSomeoneElses(job, pod);
                     }
                 }))).toList();
         try {
@@ -224,6 +226,22 @@ public class PlanExecutor {
             if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND) {
                 throw e;
             }
+        }
+    }
+
+    /**
+     * A pod of that name exists already: fine if it is this job's (created by an earlier pass the
+     * cache had not shown yet), an error the user must see if it belongs to someone else (another
+     * job of the same name, of the other kind): it would never become this job's.
+     */
+    private void refuseIfSomeoneElses(HasMetadata job, Pod pod) {
+        Pod existing = client.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName()).get();
+        var owner = existing == null || existing.getMetadata().getOwnerReferences() == null ? null
+                : existing.getMetadata().getOwnerReferences().stream().filter(o -> Boolean.TRUE.equals(o.getController())).findFirst().orElse(null);
+        if (existing != null && (owner == null || !job.getMetadata().getUid().equals(owner.getUid()))) {
+            throw new IllegalStateException("a pod named " + pod.getMetadata().getName() + " exists and belongs to "
+                    + (owner == null ? "no job" : owner.getKind() + " " + owner.getName())
+                    + "; rename this job or delete the other one");
         }
     }
 

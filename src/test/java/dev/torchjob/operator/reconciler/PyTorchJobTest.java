@@ -175,4 +175,20 @@ class PyTorchJobTest {
         assertEquals(4, hpa.getSpec().getMaxReplicas());
         assertEquals("PyTorchJob", hpa.getSpec().getScaleTargetRef().getKind());
     }
+
+    @Test
+    void aPodNameTakenByTheOtherKindsJobIsReportedNotWaitedForSilently() {
+        OperatorHarness cluster = new OperatorHarness(client, "kf-clash");
+        cluster.submit(OperatorHarness.job("same", "OnFailure", "{backoffLimit: 1}"));
+        cluster.awaitPodNames("same-master-0", "same-worker-0", "same-worker-1");
+        cluster.submitPyTorchJob(job("same", "OnFailure", "{}"));
+        PyTorchJob clashing = cluster.awaitPyTorchJob("same", j -> j.getStatus().conditions.stream()
+                .anyMatch(c -> c.type.equals("ReconcileError") && c.status.equals("True")));
+        var error = clashing.getStatus().conditions.stream().filter(c -> c.type.equals("ReconcileError")).findFirst().orElseThrow();
+        assertEquals("FailedCreatePod", error.reason);
+        assertEquals("pod same-master-0: a pod named same-master-0 exists and belongs to PyTorchTrainingJob same; "
+                + "rename this job or delete the other one", error.message);
+        assertEquals("ReconcileError", clashing.getStatus().conditions.get(0).type, "first: the State column stays Kubeflow's");
+        cluster.awaitEvent("FailedCreatePod", "belongs to PyTorchTrainingJob same");
+    }
 }
