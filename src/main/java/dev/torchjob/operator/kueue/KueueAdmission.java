@@ -1,0 +1,171 @@
+package dev.torchjob.operator.kueue;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * Where a job's Workload stands with Kueue, read from its status, and what an admission asks of
+ * the pods: per podSet, the node labels and tolerations of the flavors it was admitted to, the
+ * admitted count, and every admission check's podSetUpdates.
+ */
+public final class KueueAdmission {
+    public static final String POD_SET_LABEL = "kueue.x-k8s.io/podset";
+    private static final KubernetesSerialization JSON = new KubernetesSerialization();
+
+    private KueueAdmission() {
+    }
+
+    /** The Workload's state, as the job's engine needs it. */
+    public sealed interface State {
+    }
+
+    /** Waiting for quota in its queue. */
+    public record Queued(String queue, String message) implements State {
+    }
+
+    /** Admitted: what each podSet's pods get. */
+    public record Admitted(String clusterQueue, Map<String, PodSetInfo> podSets) implements State {
+    }
+
+    /** Evicted (preempted, PodsReadyTimeout, deactivated, ...): the pods must go; not a failure. */
+    public record Evicted(String reason, String message) implements State {
+    }
+
+    /** Admitted, but the admission cannot be applied (two sources set one key differently): the Workload fails FailedToStart. */
+    public record Unusable(String message) implements State {
+    }
+
+    /** A ResourceFlavor's node labels and tolerations. */
+    public record Flavor(Map<String, String> nodeLabels, List<Toleration> tolerations) {
+    }
+
+    /** What the pods of one podSet get on admission. */
+    public record PodSetInfo(String name, int count, Map<String, String> nodeSelector, List<Toleration> tolerations,
+            Map<String, String> labels, Map<String, String> annotations) {
+
+        /** Adds this admission to a pod about to be created; a key the pod sets differently is a conflict. */
+        public Pod applyTo(Pod pod) {
+            Pod admitted = JSON.clone(pod);
+            admitted.getSpec().setNodeSelector(merged("nodeSelector", admitted.getSpec().getNodeSelector(), nodeSelector));
+            admitted.getMetadata().setLabels(merged("label", admitted.getMetadata().getLabels(), labels));
+            admitted.getMetadata().setAnnotations(merged("annotation", admitted.getMetadata().getAnnotations(), annotations));
+            Set<Toleration> all = new LinkedHashSet<>(admitted.getSpec().getTolerations() == null ? List.of() : admitted.getSpec().getTolerations());
+            all.addAll(tolerations);
+            admitted.getSpec().setTolerations(all.isEmpty() ? null : new ArrayList<>(all));
+            return admitted;
+        }
+    }
+
+    /** Thrown when an admission cannot be applied: Kueue expects the Workload to finish with FailedToStart. */
+    public static final class Conflict extends RuntimeException {
+        Conflict(String message) {
+            super(message);
+        }
+    }
+
+    static Map<String, String> merged(String what, Map<String, String> base, Map<String, String> added) {
+        Map<String, String> result = new LinkedHashMap<>(base == null ? Map.of() : base);
+        added.forEach((key, value) -> {
+            String before = result.putIfAbsent(key, value);
+            if (before != null && !before.equals(value)) {
+                throw new Conflict(what + " " + key + " is " + before + " and the admission asks for " + value);
+            }
+        });
+        return result.isEmpty() ? null : result;
+    }
+
+    /** Reads the Workload's state; {@code flavors}: the ResourceFlavors it may name, by name. */
+    public static State of(GenericKubernetesResource workload, Map<String, Flavor> flavors) {
+        Map<String, Object> status = map(workload.getAdditionalProperties().get("status"));
+        List<Map<String, Object>> conditions = list(status.get("conditions"));
+        Optional<Map<String, Object>> evicted = condition(conditions, "Evicted");
+        if (evicted.isPresent()) {
+            return new Evicted(String.valueOf(evicted.get().get("reason")), String.valueOf(evicted.get().get("message")));
+        }
+        String queue = String.valueOf(map(workload.getAdditionalProperties().get("spec")).get("queueName"));
+        if (condition(conditions, "Admitted").isEmpty()) {
+            String message = condition(conditions, "QuotaReserved").map(c -> "quota reserved, waiting for admission checks")
+                    .orElseGet(() -> conditions.stream().filter(c -> "QuotaReserved".equals(c.get("type")))
+                            .map(c -> String.valueOf(c.get("message"))).findFirst().orElse("waiting for quota"));
+            return new Queued(queue, message);
+        }
+        Map<String, Object> admission = map(status.get("admission"));
+        List<Map<String, Object>> specPodSets = list(map(workload.getAdditionalProperties().get("spec")).get("podSets"));
+        Map<String, PodSetInfo> infos = new LinkedHashMap<>();
+        try {
+            for (Map<String, Object> assignment : list(admission.get("podSetAssignments"))) {
+                String name = String.valueOf(assignment.get("name"));
+                Map<String, String> nodeSelector = new LinkedHashMap<>();
+                List<Toleration> tolerations = new ArrayList<>();
+                for (Object flavorName : new LinkedHashSet<>(map(assignment.get("flavors")).values())) {
+                    Flavor flavor = flavors.get(String.valueOf(flavorName));
+                    if (flavor == null) {
+                        return new Unusable("ResourceFlavor " + flavorName + " of podSet " + name + " does not exist");
+                    }
+                    nodeSelector = merged("nodeSelector", nodeSelector, flavor.nodeLabels());
+                    nodeSelector = nodeSelector == null ? new LinkedHashMap<>() : nodeSelector;
+                    flavor.tolerations().stream().filter(t -> !tolerations.contains(t)).forEach(tolerations::add);
+                }
+                Integer count = assignment.get("count") instanceof Number n ? n.intValue()
+                        : specPodSets.stream().filter(p -> name.equals(p.get("name"))).map(p -> ((Number) p.get("count")).intValue())
+                                .findFirst().orElse(1);
+                Map<String, String> labels = new LinkedHashMap<>(Map.of(POD_SET_LABEL, name));
+                Map<String, String> annotations = new LinkedHashMap<>();
+                for (Map<String, Object> check : list(status.get("admissionChecks"))) {
+                    for (Map<String, Object> update : list(check.get("podSetUpdates"))) {
+                        if (!name.equals(update.get("name"))) {
+                            continue;
+                        }
+                        labels = nonNull(merged("label", labels, strings(update.get("labels"))));
+                        annotations = nonNull(merged("annotation", annotations, strings(update.get("annotations"))));
+                        nodeSelector = nonNull(merged("nodeSelector", nodeSelector, strings(update.get("nodeSelector"))));
+                        for (Object toleration : list(update.get("tolerations"))) {
+                            Toleration t = JSON.convertValue(toleration, Toleration.class);
+                            if (!tolerations.contains(t)) {
+                                tolerations.add(t);
+                            }
+                        }
+                    }
+                }
+                infos.put(name, new PodSetInfo(name, count, nodeSelector, List.copyOf(tolerations), labels, annotations));
+            }
+        } catch (Conflict e) {
+            return new Unusable(e.getMessage());
+        }
+        return new Admitted(String.valueOf(admission.get("clusterQueue")), infos);
+    }
+
+    private static Map<String, String> nonNull(Map<String, String> map) {
+        return map == null ? new LinkedHashMap<>() : map;
+    }
+
+    private static Optional<Map<String, Object>> condition(List<Map<String, Object>> conditions, String type) {
+        return conditions.stream().filter(c -> type.equals(c.get("type")) && "True".equals(c.get("status"))).findFirst();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> map(Object value) {
+        return value instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> list(Object value) {
+        return value instanceof List<?> l ? l.stream().filter(Map.class::isInstance).map(e -> (Map<String, Object>) e).toList() : List.of();
+    }
+
+    private static Map<String, String> strings(Object value) {
+        Map<String, String> result = new LinkedHashMap<>();
+        map(value).forEach((k, v) -> result.put(k, String.valueOf(v)));
+        return result;
+    }
+}

@@ -1,0 +1,104 @@
+package dev.torchjob.operator.kueue;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * The Workload (kueue.x-k8s.io/v1beta2) through which a job asks Kueue for quota, as Kueue's own
+ * integrations make it: named by {@link WorkloadName}, owned by the job, labelled with its UID,
+ * held by Kueue's finalizer until the job is done, one podSet per replica group.
+ */
+public final class KueueWorkload {
+    public static final String API_VERSION = "kueue.x-k8s.io/v1beta2";
+    public static final String KIND = "Workload";
+    public static final String QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
+    public static final String PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class";
+    public static final String JOB_UID_LABEL = "kueue.x-k8s.io/job-uid";
+    public static final String FINALIZER = "kueue.x-k8s.io/resource-in-use";
+    /** Kueue keeps at most this many podSets in a Workload. */
+    public static final int MAX_POD_SETS = 18;
+    private static final KubernetesSerialization JSON = new KubernetesSerialization();
+
+    private KueueWorkload() {
+    }
+
+    /**
+     * One replica group as Kueue counts it: its pods' final template (quota is computed from it),
+     * how many, and for an elastic group the fewest it can run with (partial admission).
+     */
+    public record PodSet(String name, PodTemplateSpec template, int count, Optional<Integer> minCount) {
+    }
+
+    /** A priority Kueue resolved: a WorkloadPriorityClass (from the job's label) or a PriorityClass (from the template). */
+    public record Priority(String group, String kind, String name, int value) {
+    }
+
+    /** The queue a job asks for, from its label; empty when it is not queued with Kueue. */
+    public static Optional<String> queueOf(HasMetadata job) {
+        Map<String, String> labels = job.getMetadata().getLabels();
+        return Optional.ofNullable(labels == null ? null : labels.get(QUEUE_LABEL)).filter(q -> !q.isBlank());
+    }
+
+    public static GenericKubernetesResource of(HasMetadata job, String queue, List<PodSet> podSets, Optional<Priority> priority) {
+        ObjectMeta meta = new ObjectMeta();
+        meta.setName(WorkloadName.of(job.getKind(), groupOf(job), job.getMetadata().getName(), job.getMetadata().getUid()));
+        meta.setNamespace(job.getMetadata().getNamespace());
+        meta.setLabels(new LinkedHashMap<>(Map.of(JOB_UID_LABEL, job.getMetadata().getUid())));
+        meta.setFinalizers(new ArrayList<>(List.of(FINALIZER)));
+        meta.setOwnerReferences(List.of(new OwnerReferenceBuilder().withApiVersion(job.getApiVersion()).withKind(job.getKind())
+                .withName(job.getMetadata().getName()).withUid(job.getMetadata().getUid()).withController(true)
+                .withBlockOwnerDeletion(true).build()));
+
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("queueName", queue);
+        priority.ifPresent(p -> {
+            spec.put("priorityClassRef", Map.of("group", p.group(), "kind", p.kind(), "name", p.name()));
+            spec.put("priority", p.value());
+        });
+        List<Map<String, Object>> sets = new ArrayList<>();
+        for (PodSet podSet : podSets) {
+            Map<String, Object> set = new LinkedHashMap<>();
+            set.put("name", podSet.name());
+            set.put("count", podSet.count());
+            podSet.minCount().ifPresent(min -> set.put("minCount", min));
+            set.put("template", JSON.convertValue(onlyLabelsAndAnnotations(podSet.template()), Map.class));
+            sets.add(set);
+        }
+        spec.put("podSets", sets);
+
+        GenericKubernetesResource workload = new GenericKubernetesResource();
+        workload.setApiVersion(API_VERSION);
+        workload.setKind(KIND);
+        workload.setMetadata(meta);
+        workload.setAdditionalProperty("spec", spec);
+        return workload;
+    }
+
+    /** A Workload's podSet template keeps only labels and annotations of the template's metadata. */
+    private static PodTemplateSpec onlyLabelsAndAnnotations(PodTemplateSpec template) {
+        PodTemplateSpec copy = JSON.clone(template);
+        if (copy.getMetadata() != null) {
+            ObjectMeta meta = new ObjectMeta();
+            meta.setLabels(copy.getMetadata().getLabels());
+            meta.setAnnotations(copy.getMetadata().getAnnotations());
+            copy.setMetadata(meta);
+        }
+        return copy;
+    }
+
+    private static String groupOf(HasMetadata job) {
+        String apiVersion = job.getApiVersion();
+        int slash = apiVersion.indexOf('/');
+        return slash < 0 ? "" : apiVersion.substring(0, slash);
+    }
+}

@@ -1,0 +1,206 @@
+package dev.torchjob.operator.kueue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.fabric8.kubernetes.api.model.PodTemplateSpecBuilder;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.api.model.TolerationBuilder;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/** Kueue's Workload protocol, the parts that are pure: the Workload a job asks with, and what an admission asks of its pods. */
+class KueueProtocolTest {
+    static final KubernetesSerialization YAML = new KubernetesSerialization();
+
+    static PyTorchTrainingJob job(String name) {
+        PyTorchTrainingJob job = YAML.unmarshal("""
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s, namespace: team-a, uid: 0c1d, labels: {kueue.x-k8s.io/queue-name: team-a-user-queue}}
+                spec:
+                  replicaSpecs:
+                  - {type: worker, replicas: 4, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """.formatted(name), PyTorchTrainingJob.class);
+        return job;
+    }
+
+    static PodTemplateSpec template() {
+        return new PodTemplateSpecBuilder().withNewMetadata().withName("dropped").withLabels(Map.of("team", "vision")).endMetadata()
+                .withNewSpec().addNewContainer().withName("pytorch").withImage("torch").endContainer().endSpec().build();
+    }
+
+    @Test
+    void theWorkloadIsNamedAsKueueNamesItsOwn() {
+        String name = WorkloadName.of("PyTorchTrainingJob", "batch.tensorstack.dev", "mnist", "uid-1");
+        assertTrue(name.matches("pytorchtrainingjob-mnist-[0-9a-f]{5}"), name);
+        assertEquals(name, WorkloadName.of("PyTorchTrainingJob", "batch.tensorstack.dev", "mnist", "uid-1"), "stable");
+        assertNotEquals(name, WorkloadName.of("PyTorchTrainingJob", "batch.tensorstack.dev", "mnist", "uid-2"),
+                "a job recreated under the same name gets another Workload");
+        String longest = WorkloadName.of("PyTorchJob", "kubeflow.org", "j".repeat(300), "u");
+        assertEquals(253, longest.length());
+    }
+
+    @Test
+    void theWorkloadAsksForOnePodSetPerGroupAndIsHeldForTheJob() {
+        PyTorchTrainingJob job = job("mnist");
+        GenericKubernetesResource workload = KueueWorkload.of(job, KueueWorkload.queueOf(job).orElseThrow(), List.of(
+                new KueueWorkload.PodSet("master", template(), 1, Optional.empty()),
+                new KueueWorkload.PodSet("worker", template(), 8, Optional.of(2))),
+                Optional.of(new KueueWorkload.Priority("kueue.x-k8s.io", "WorkloadPriorityClass", "high", 1000)));
+        assertEquals("kueue.x-k8s.io/v1beta2", workload.getApiVersion());
+        assertEquals("team-a", workload.getMetadata().getNamespace());
+        assertEquals(Map.of("kueue.x-k8s.io/job-uid", "0c1d"), workload.getMetadata().getLabels());
+        assertEquals(List.of("kueue.x-k8s.io/resource-in-use"), workload.getMetadata().getFinalizers());
+        var owner = workload.getMetadata().getOwnerReferences().get(0);
+        assertEquals(List.of("PyTorchTrainingJob", "mnist", "0c1d", true, true),
+                List.of(owner.getKind(), owner.getName(), owner.getUid(), owner.getController(), owner.getBlockOwnerDeletion()));
+        assertEquals("team-a-user-queue", workload.get("spec", "queueName"));
+        assertEquals(1000, (Integer) workload.get("spec", "priority"));
+        assertEquals("high", workload.get("spec", "priorityClassRef", "name"));
+        assertEquals("worker", workload.get("spec", "podSets", 1, "name"));
+        assertEquals(8, (Integer) workload.get("spec", "podSets", 1, "count"));
+        assertEquals(2, (Integer) workload.get("spec", "podSets", 1, "minCount"), "an elastic group may be admitted partly");
+        assertEquals(null, (Object) workload.get("spec", "podSets", 0, "minCount"));
+        Map<String, Object> meta = workload.get("spec", "podSets", 0, "template", "metadata");
+        assertEquals(Map.of("labels", Map.of("team", "vision")), meta, "only labels and annotations are kept in a podSet's metadata");
+    }
+
+    @Test
+    void aJobWithoutTheQueueLabelIsNotQueued() {
+        PyTorchTrainingJob job = job("free");
+        job.getMetadata().setLabels(Map.of());
+        assertEquals(Optional.empty(), KueueWorkload.queueOf(job));
+    }
+
+    static GenericKubernetesResource workload(String status) {
+        return YAML.unmarshal("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: Workload
+                metadata: {name: w, namespace: team-a}
+                spec:
+                  queueName: team-a-user-queue
+                  podSets:
+                  - {name: master, count: 1, template: {spec: {containers: [{name: pytorch}]}}}
+                  - {name: worker, count: 8, minCount: 2, template: {spec: {containers: [{name: pytorch}]}}}
+                status:
+                %s
+                """.formatted(status.indent(2)), GenericKubernetesResource.class);
+    }
+
+    static final Map<String, KueueAdmission.Flavor> FLAVORS = Map.of(
+            "a100", new KueueAdmission.Flavor(Map.of("gpu", "a100"), List.of(toleration("gpu"))),
+            "spot", new KueueAdmission.Flavor(Map.of("lifecycle", "spot"), List.of(toleration("spot"))));
+
+    static Toleration toleration(String key) {
+        return new TolerationBuilder().withKey(key).withOperator("Exists").withEffect("NoSchedule").build();
+    }
+
+    @Test
+    void aWorkloadWithoutAdmissionIsQueued() {
+        var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "couldn't assign flavors to pod set worker: insufficient quota"}
+                """), FLAVORS);
+        assertEquals(new KueueAdmission.Queued("team-a-user-queue", "couldn't assign flavors to pod set worker: insufficient quota"), state);
+    }
+
+    @Test
+    void anAdmissionGivesEachPodSetItsFlavorsNodeLabelsTolerationsAndTheChecksUpdatesWithThePartialCount() {
+        var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved}
+                - {type: Admitted, status: "True", reason: Admitted}
+                admission:
+                  clusterQueue: gpu-cluster-queue
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot, nvidia.com/gpu: a100}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                admissionChecks:
+                - name: provisioning
+                  state: Ready
+                  podSetUpdates:
+                  - {name: worker, labels: {provisioned: "yes"}, annotations: {note: x}, nodeSelector: {zone: b},
+                     tolerations: [{key: provisioned, operator: Exists, effect: NoSchedule}]}
+                """), FLAVORS);
+        var admitted = assertInstanceOf(KueueAdmission.Admitted.class, state);
+        assertEquals("gpu-cluster-queue", admitted.clusterQueue());
+        var master = admitted.podSets().get("master");
+        assertEquals(Map.of("lifecycle", "spot", "gpu", "a100"), master.nodeSelector());
+        assertEquals(List.of(toleration("spot"), toleration("gpu")), master.tolerations());
+        var worker = admitted.podSets().get("worker");
+        assertEquals(5, worker.count(), "partial admission: 5 of 8, at least minCount 2");
+        assertEquals(Map.of("gpu", "a100", "zone", "b"), worker.nodeSelector());
+        assertEquals(Map.of("kueue.x-k8s.io/podset", "worker", "provisioned", "yes"), worker.labels());
+        assertEquals(List.of(toleration("gpu"), toleration("provisioned")), worker.tolerations());
+
+        Pod pod = new PodBuilder().withNewMetadata().withName("j-worker-0").withLabels(Map.of("team", "vision")).endMetadata()
+                .withNewSpec().withNodeSelector(Map.of("zone", "b")).addNewContainer().withName("pytorch").endContainer().endSpec().build();
+        Pod admittedPod = worker.applyTo(pod);
+        assertEquals(Map.of("zone", "b", "gpu", "a100"), admittedPod.getSpec().getNodeSelector());
+        assertEquals("worker", admittedPod.getMetadata().getLabels().get("kueue.x-k8s.io/podset"));
+        assertEquals("vision", admittedPod.getMetadata().getLabels().get("team"));
+        assertEquals(2, admittedPod.getSpec().getTolerations().size());
+        assertEquals(Map.of("zone", "b"), pod.getSpec().getNodeSelector(), "the planned pod itself is not changed");
+    }
+
+    @Test
+    void anAdmissionThatContradictsThePodIsAConflict() {
+        var worker = new KueueAdmission.PodSetInfo("worker", 1, Map.of("gpu", "a100"), List.of(), Map.of(), Map.of());
+        Pod pod = new PodBuilder().withNewMetadata().withName("p").endMetadata()
+                .withNewSpec().withNodeSelector(Map.of("gpu", "h100")).endSpec().build();
+        var conflict = assertThrows(KueueAdmission.Conflict.class, () -> worker.applyTo(pod));
+        assertEquals("nodeSelector gpu is h100 and the admission asks for a100", conflict.getMessage());
+    }
+
+    @Test
+    void twoSourcesOfOneAdmissionThatDisagreeMakeItUnusable() {
+        var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: Admitted, status: "True"}
+                admission:
+                  clusterQueue: q
+                  podSetAssignments:
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                admissionChecks:
+                - {name: check, podSetUpdates: [{name: worker, nodeSelector: {gpu: h100}}]}
+                """), FLAVORS);
+        assertEquals(new KueueAdmission.Unusable("nodeSelector gpu is a100 and the admission asks for h100"), state);
+    }
+
+    @Test
+    void anEvictionIsReadWithItsReason() {
+        var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: Admitted, status: "True"}
+                - {type: Evicted, status: "True", reason: Preempted, message: "Preempted to accommodate a higher priority Workload"}
+                """), FLAVORS);
+        assertEquals(new KueueAdmission.Evicted("Preempted", "Preempted to accommodate a higher priority Workload"), state);
+    }
+
+    @Test
+    void aFlavorThatDoesNotExistMakesTheAdmissionUnusable() {
+        var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: Admitted, status: "True"}
+                admission:
+                  clusterQueue: q
+                  podSetAssignments:
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: h200}}
+                """), FLAVORS);
+        assertEquals(new KueueAdmission.Unusable("ResourceFlavor h200 of podSet worker does not exist"), state);
+    }
+}
