@@ -16,6 +16,7 @@ import org.jboss.logging.Logger;
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
+import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -23,6 +24,7 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.NonDeletingOperation;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
@@ -73,9 +75,9 @@ public class PlanExecutor {
         } else {
             metrics.observe(job, plan.after());
         }
-        // Events report the status just written. They go out together with the deletes, and every
-        // call is awaited before any failure is rethrown, so a failing delete or create never loses
-        // one (the next pass would not say it again).
+        // Events report the status just written. They go out together with the deletes (and the
+        // other owned objects' changes), and every call is awaited before any failure is rethrown,
+        // so a failing delete or create never loses one (the next pass would not say it again).
         String namespace = job.getMetadata().getNamespace();
         List<Uni<Void>> eventsAndDeletes = new ArrayList<>();
         plan.events().forEach(event -> eventsAndDeletes.add(call(() -> events.record(job, event))));
@@ -87,12 +89,12 @@ public class PlanExecutor {
                 object.getKind() + " " + object.getMetadata().getName(), () -> client.resource(object).delete()))));
         plan.objectsToApply().forEach(object -> eventsAndDeletes.add(call(() -> step("FailedApply" + object.getKind(),
                 object.getKind() + " " + object.getMetadata().getName(),
-                () -> client.resource(object).createOr(io.fabric8.kubernetes.client.dsl.NonDeletingOperation::update)))));
+                () -> client.resource(object).createOr(NonDeletingOperation::update)))));
         inParallel(eventsAndDeletes);
         if (plan.deleteJob()) {
             // Its time to live is over: the garbage collector takes its pods and Services with it.
             step("FailedDeleteJob", job.getKind() + " " + job.getMetadata().getName(),
-                    () -> client.resource(job).withPropagationPolicy(io.fabric8.kubernetes.api.model.DeletionPropagation.BACKGROUND).delete());
+                    () -> client.resource(job).withPropagationPolicy(DeletionPropagation.BACKGROUND).delete());
             return;
         }
         // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
