@@ -91,13 +91,14 @@ public final class KubeflowPlanner {
         // The elastic autoscaler follows the spec while the job is active; a suspended job has none.
         List<HasMetadata> apply = new ArrayList<>();
         List<HasMetadata> delete = new ArrayList<>();
-        boolean active = model.problem().isEmpty() && !decision.state().phase().isTerminal()
+        boolean finished = decision.state().phase() != null && decision.state().phase().isTerminal();
+        boolean active = model.problem().isEmpty() && !finished
                 && !(decision.situation() instanceof dev.torchjob.operator.engine.Situation.Pausing);
         Optional<HorizontalPodAutoscaler> wanted = model.problem().isEmpty() ? ElasticAutoscaler.wanted(job, active) : Optional.empty();
         if (wanted.isPresent() && (autoscaler.isEmpty() || !ElasticAutoscaler.same(autoscaler.get(), wanted.get()))) {
             apply.add(wanted.get());
         }
-        if (wanted.isEmpty() && autoscaler.isPresent() && !decision.state().phase().isTerminal()) {
+        if (wanted.isEmpty() && autoscaler.isPresent() && !finished) {
             delete.add(autoscaler.get());
         }
 
@@ -155,7 +156,7 @@ public final class KubeflowPlanner {
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.observedGeneration = job.getMetadata().getGeneration();
-        next.phase = JobPhase.valueOf(state.phase().name());
+        next.phase = state.phase() == null ? null : JobPhase.valueOf(state.phase().name());
         next.failureReason = state.outcome() != null && state.outcome().isFailure() ? state.outcome().name() : null;
         next.backoffCount = state.backoffCount();
         next.countedRestarts = state.countedRestarts().isEmpty() ? null
