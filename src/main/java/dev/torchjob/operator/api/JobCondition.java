@@ -18,6 +18,8 @@ public class JobCondition {
     public static final String COMPLETED = "Completed";
     public static final String FAILED = "Failed";
     public static final String PAUSED = "Paused";
+    /** This operator's, for jobs queued with Kueue: True while the job waits for admission. */
+    public static final String QUEUED = "Queued";
     /** True while the operator cannot apply its decision (the API server refuses a write); the message is the server's. */
     public static final String RECONCILE_ERROR = "ReconcileError";
     /** True while an edit of the spec is refused: the job runs on status.lastValidSpec; the message names the field. */

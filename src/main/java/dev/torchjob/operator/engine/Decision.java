@@ -28,7 +28,9 @@ public record Decision(
         Optional<Duration> recheckAfter,
         Instant decidedAt,
         /** The job finished longer ago than its time to live: delete it (its pods and Services go with it). */
-        boolean deleteJob) {
+        boolean deleteJob,
+        /** Where the job stood with its queue at this pass (what its Queued condition says). */
+        QueueAdmission queue) {
 
     /** A pod to create for a slot, and how its command is set. */
     public record PodRequest(ReplicaSlot slot, PodMode mode) {

@@ -32,8 +32,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * model), the state its status recorded, what is observed of it, and the time. No I/O.
  *
  * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
- * admission (the gang scheduler's gate); debug; the deadline; success; and training, where stopped
- * replicas are restarted or end the job ({@link RestartDecision}).
+ * admission (the queue's gate, then the gang scheduler's); debug; the deadline; success; and
+ * training, where stopped replicas are restarted or end the job ({@link RestartDecision}).
  */
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
@@ -61,6 +61,7 @@ public final class Engine {
         private final Map<String, String> createdPods;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
+        private final QueueAdmission queue;
         private final Instant now;
         private final RestartLedger ledger;
         private final ReplicaView view;
@@ -87,6 +88,7 @@ public final class Engine {
         private boolean running;
         private Pause pause;
         private boolean awaitingAdmission;
+        private boolean queued;
         private Outcome outcome;
 
         Pass(TrainingJob job, JobState previous, Observation<?> observation, Wording wording, RestartBackoff backoff) {
@@ -98,6 +100,7 @@ public final class Engine {
             this.createdPods = observation.createdPods();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
+            this.queue = observation.queue();
             this.now = observation.now().truncatedTo(ChronoUnit.SECONDS);
             this.ledger = new RestartLedger(previous);
             this.view = new ReplicaView(pods, previous, ledger, createdPods);
@@ -109,6 +112,7 @@ public final class Engine {
             this.initialized = previous.initialized();
             this.running = previous.running();
             this.pause = previous.pause();
+            this.queued = previous.queued();
             this.outcome = previous.outcome();
         }
 
@@ -125,11 +129,26 @@ public final class Engine {
             if (job.runMode() == RunMode.PAUSE) {
                 return pausing(topology);
             }
-            if (previous.pause() == Pause.PAUSED) {
-                // Resuming: startTime restarts with the new pods; backoffCount is kept.
+            boolean admitted = queue instanceof QueueAdmission.NotQueued || queue instanceof QueueAdmission.Admitted;
+            if (previous.pause() == Pause.PAUSED || (previous.pause() == Pause.EVICTED && admitted)) {
+                // Resuming (after a pause, or readmitted after an eviction): startTime restarts with the new
+                // pods; backoffCount is kept.
                 resuming = true;
                 startTime = null;
-                events.add(JobEvent.normal("Resumed", wording.resuming()));
+                if (previous.pause() == Pause.PAUSED) {
+                    events.add(JobEvent.normal("Resumed", wording.resuming()));
+                }
+            }
+            if (queue instanceof QueueAdmission.Admitted admission && previous.queued()) {
+                events.add(JobEvent.normal("Admitted", "Admitted by ClusterQueue " + admission.clusterQueue()
+                        + (previous.pause() == Pause.EVICTED ? "; the job resumes after its eviction" : "")));
+            }
+            if (queue instanceof QueueAdmission.Refused refused) {
+                String message = "the queue's admission cannot be applied to the pods: " + refused.message();
+                return end(Outcome.FailedToStart, message, topology);
+            }
+            if (!admitted) {
+                return queued(topology);
             }
             if (podGroup == PodGroupState.API_MISSING) {
                 return awaitingAdmission(topology);
@@ -351,11 +370,7 @@ public final class Engine {
             boolean allGone = pods.isEmpty();
             ledger.close();
             // Pods deleted by the pause are forgotten at once, so a resume, however soon, never takes them for vanished.
-            replicaGroups = view.of(topology, false, Map.of()).stream()
-                    .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
-                            .map(r -> new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure(), r.failuresInARow()))
-                            .toList()))
-                    .toList();
+            replicaGroups = forgettingPods(topology);
             phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();
             running = false;
             pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
@@ -363,6 +378,54 @@ public final class Engine {
                 events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
             }
             return decided(new Situation.Pausing(pods.size()));
+        }
+
+        private List<ReplicaGroupState> forgettingPods(JobTopology topology) {
+            return view.of(topology, false, Map.of()).stream()
+                    .map(group -> new ReplicaGroupState(group.type(), group.restartCount(), group.replicas().stream()
+                            .map(r -> new ReplicaState(r.name(), null, r.phase(), r.containers(), r.lastFailure(), r.failuresInARow()))
+                            .toList()))
+                    .toList();
+        }
+
+        /**
+         * Not admitted by its queue: no pod may run (an evicted job's are deleted, never counted, and
+         * forgotten like a pause's); the job waits, and readmission after an eviction resumes it.
+         */
+        private Decision queued(JobTopology topology) {
+            boolean hadPods = !pods.isEmpty();
+            pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.QUEUE));
+            ledger.close();
+            replicaGroups = forgettingPods(topology);
+            if (!resuming && (startTime != null || hadPods || previous.pause() == Pause.EVICTED)) {
+                pause = Pause.EVICTED;
+            }
+            phase = Phase.Pending;
+            running = false;
+            queued = true;
+            if (job.elastic()) {
+                elasticReplicas = pods.size();
+            }
+            Situation.Queued situation;
+            if (queue instanceof QueueAdmission.Waiting waiting) {
+                boolean requeued = pause == Pause.EVICTED;
+                situation = new Situation.Queued(waiting.queue(), requeued ? Situation.Queued.REQUEUED : Situation.Queued.WAITING,
+                        (requeued ? "Evicted earlier; waiting in LocalQueue " : "Waiting in LocalQueue ") + waiting.queue() + ": "
+                                + waiting.message(), pods.size());
+            } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
+                situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
+                recheckAfter = ADMISSION_RECHECK;
+            } else {
+                QueueAdmission.Evicted evicted = (QueueAdmission.Evicted) queue;
+                situation = new Situation.Queued(evicted.queue(), Situation.Queued.EVICTED, "Evicted by Kueue (" + evicted.reason() + "): "
+                        + evicted.message() + (pods.isEmpty() ? "" : "; deleting " + pods.size() + " pod(s), none counted as a failure"),
+                        pods.size());
+            }
+            if (!previous.queued()) {
+                events.add(queue instanceof QueueAdmission.Waiting ? JobEvent.normal("Queued", situation.message())
+                        : JobEvent.warning(situation.reason(), situation.message()));
+            }
+            return decided(situation);
         }
 
         /** Debug: the environment of a training replica, the debug command, no restarts, no outcome. */
@@ -459,11 +522,14 @@ public final class Engine {
             if (!(situation instanceof Situation.AwaitingAdmission)) {
                 awaitingAdmission = false;
             }
+            if (!(situation instanceof Situation.Queued)) {
+                queued = false;
+            }
             JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
-                    List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, outcome);
+                    List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, queued, outcome);
             return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(creates),
                     List.copyOf(deletes), List.copyOf(events), Optional.ofNullable(podsCreated), List.copyOf(restarts),
-                    Optional.ofNullable(recheckAfter), now, deleteJob);
+                    Optional.ofNullable(recheckAfter), now, deleteJob, queue);
         }
 
         // ---- helpers ------------------------------------------------------------------------------

@@ -28,11 +28,13 @@ public record JobState(
         Pause pause,
         /** An admission gate kept the job waiting at the last pass (said once, not at every pass). */
         boolean awaitingAdmission,
+        /** The job waited in its queue at the last pass: its admission is said once. */
+        boolean queued,
         /** How the job ended; null while it has not. */
         Outcome outcome) {
 
     public static final JobState NEW = new JobState(false, null, null, null, 0, List.of(), List.of(), null, false, false,
-            Pause.NEVER, false, null);
+            Pause.NEVER, false, false, null);
 
     public enum Phase {
         Pending,
@@ -54,7 +56,9 @@ public record JobState(
         InvalidSpec,
         BackoffLimitExceeded,
         ReplicaFailedPermanently,
-        DeadlineExceeded;
+        DeadlineExceeded,
+        /** The queue's admission could not be applied to the pods (Kueue's FailedToStart). */
+        FailedToStart;
 
         public boolean isFailure() {
             return this != Succeeded;
@@ -70,7 +74,9 @@ public record JobState(
         /** Paused before, or being paused now: not paused at this moment (resumed pods use the resume settings). */
         NOT_PAUSED,
         /** A pause was asked for after the job had finished, and ignored (said once). */
-        IGNORED
+        IGNORED,
+        /** Evicted by its queue after it had started: readmission resumes it as a resumed job. */
+        EVICTED
     }
 
     /**

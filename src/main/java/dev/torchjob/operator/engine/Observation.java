@@ -9,13 +9,19 @@ import io.fabric8.kubernetes.api.model.Pod;
 /**
  * Everything a pass may know: the job (in its API's shape), what exists of it in the cluster, the
  * time, and the pods this operator created whose UIDs the job's status may not hold yet (by name):
- * a pod deleted before any status named it is still known to have existed.
+ * a pod deleted before any status named it is still known to have existed; where the job stands
+ * with its queue.
  */
 public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
-        Map<String, String> createdPods) {
+        Map<String, String> createdPods, QueueAdmission queue) {
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now) {
         this(job, pods, serviceExists, podGroup, now, Map.of());
+    }
+
+    public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
+            Map<String, String> createdPods) {
+        this(job, pods, serviceExists, podGroup, now, createdPods, QueueAdmission.NOT_QUEUED);
     }
 
     /** The gang scheduler's PodGroup of the job (T9k scheduler). */

@@ -67,7 +67,9 @@ public record Plan<S>(
     }
 
     public enum DeletionReason {
-        RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN, PAUSE
+        RESTART, CLEAN_UP, DEADLINE, SCALE_DOWN, PAUSE,
+        /** The job is not admitted by its queue (waiting, or evicted). */
+        QUEUE
     }
 
     /** resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name. */

@@ -11,7 +11,7 @@ import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /** How the engine reads an observed pod. */
-final class Pods {
+public final class Pods {
     private Pods() {
     }
 
@@ -57,7 +57,7 @@ final class Pods {
     }
 
     /** Only pods this job controls, by name: a pod left by an older job of the same name is not ours. */
-    static Map<String, Pod> ownedBy(String jobUid, Collection<Pod> observed) {
+    public static Map<String, Pod> ownedBy(String jobUid, Collection<Pod> observed) {
         Map<String, Pod> owned = new LinkedHashMap<>();
         for (Pod pod : observed) {
             List<OwnerReference> owners = pod.getMetadata().getOwnerReferences();

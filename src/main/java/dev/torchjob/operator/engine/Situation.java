@@ -29,6 +29,24 @@ public sealed interface Situation {
     record AwaitingAdmission() implements Situation {
     }
 
+    /**
+     * Waiting in its queue, for one of the reasons below (Kueue's own reason is in the message);
+     * {@code podsLeft} pods still to go (none may run unadmitted).
+     */
+    record Queued(String queue, String reason, String message, int podsLeft) implements Situation {
+        public static final String WAITING = "WaitingForAdmission";
+        /** Evicted: its pods are being deleted, or its quota is still held. */
+        public static final String EVICTED = "Evicted";
+        /** Evicted earlier, and waiting to be admitted again. */
+        public static final String REQUEUED = "Requeued";
+        public static final String UNAVAILABLE = "KueueUnavailable";
+
+        /** The reasons a job that had started is waiting again: readmission resumes it. */
+        public static boolean afterEviction(String reason) {
+            return EVICTED.equals(reason) || REQUEUED.equals(reason);
+        }
+    }
+
     /** The job ended this pass. */
     record Ended(Outcome outcome, String message) implements Situation {
     }

@@ -1,6 +1,8 @@
 package dev.torchjob.operator.engine;
 
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -105,6 +107,22 @@ public record TrainingJob(
         public boolean contains(int exitCode) {
             return this == FROM_128 ? exitCode >= 128 : codes.contains(exitCode);
         }
+    }
+
+    /**
+     * The job as its queue admitted it: an elastic job runs the replicas admitted of each group (keyed
+     * by type in lower case, as Kueue's podSets are named); any other job is admitted whole.
+     */
+    public TrainingJob admitted(Map<String, Integer> replicas) {
+        if (!elastic || problem.isPresent()) {
+            return this;
+        }
+        List<ReplicaGroup> admitted = groups.stream().map(group -> {
+            Integer count = replicas.get(group.type().toLowerCase(Locale.ROOT));
+            return count == null ? group : new ReplicaGroup(group.type(), count, group.restartPolicy());
+        }).toList();
+        return new TrainingJob(name, namespace, uid, generation, admitted, runPolicy, runMode, successRule, retryableExitCodes,
+                elastic, problem);
     }
 
     /** A job whose spec failed validation: it fails with this problem and creates nothing. */

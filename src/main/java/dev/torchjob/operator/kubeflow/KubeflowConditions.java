@@ -10,6 +10,7 @@ import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.Situation;
 
 /**
@@ -24,6 +25,8 @@ public final class KubeflowConditions {
     public static final String SUCCEEDED = "Succeeded";
     public static final String FAILED = "Failed";
     public static final String SUSPENDED = "Suspended";
+    /** This operator's, for jobs queued with Kueue: True while the job waits for admission (the State column says Queued). */
+    public static final String QUEUED = "Queued";
     /** This operator's: it cannot apply its decision. Kept first, so the State column is Kubeflow's. */
     public static final String RECONCILE_ERROR = "ReconcileError";
 
@@ -60,12 +63,27 @@ public final class KubeflowConditions {
                 next.set(RUNNING, false, "PyTorchJobSuspended", message);
             }
             next.set(SUSPENDED, true, "PyTorchJobSuspended", message);
+        } else if (situation instanceof Situation.Queued queued) {
+            if (next.isTrue(RUNNING)) {
+                next.set(RUNNING, false, "PyTorchJobQueued", queued.message());
+            }
+            next.set(QUEUED, true, queued.reason(), queued.message());
         } else if (situation instanceof Situation.Ended ended) {
             if (ended.outcome() == Outcome.Succeeded) {
                 next.set(SUCCEEDED, true, "PyTorchJobSucceeded", "PyTorchJob " + job + " is successfully completed.");
             } else {
                 next.set(FAILED, true, "PyTorchJobFailed", "PyTorchJob " + job + " is failed because " + ended.message());
             }
+        }
+        if (next.isTrue(QUEUED) && !(situation instanceof Situation.Queued)) {
+            // In place: a condition that turned False must not become the State column.
+            KubeflowCondition queued = next.find(QUEUED);
+            queued.status = "False";
+            queued.reason = decision.queue() instanceof QueueAdmission.Admitted ? "Admitted" : "NotQueued";
+            queued.message = decision.queue() instanceof QueueAdmission.Admitted admitted
+                    ? "Admitted by ClusterQueue " + admitted.clusterQueue() + "." : "The job no longer waits in its queue.";
+            queued.lastTransitionTime = next.now;
+            queued.lastUpdateTime = next.now;
         }
         return next.conditions;
     }

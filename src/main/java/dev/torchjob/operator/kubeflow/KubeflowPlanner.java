@@ -28,9 +28,12 @@ import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.engine.Wording;
+import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.status.ReplicaRecords;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
@@ -62,15 +65,23 @@ public final class KubeflowPlanner {
     /** {@code autoscaler}: the job's HorizontalPodAutoscaler as observed (elastic jobs with metrics). */
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
             Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff) {
-        if (job.getSpec() != null && job.getSpec().runPolicy != null && MULTIKUEUE.equals(job.getSpec().runPolicy.managedBy)) {
+        return plan(job, pods, services, autoscaler, now, createdPods, backoff, QueueAdmission.NOT_QUEUED);
+    }
+
+    /** {@code queue}: where the job stands with its queue (Kueue). */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
+            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
+            QueueAdmission queue) {
+        if (dispatchedByMultiKueue(job)) {
             // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
             return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
         }
-        TrainingJob model = KubeflowModel.job(job);
+        TrainingJob model = queue instanceof QueueAdmission.Admitted admitted ? KubeflowModel.job(job).admitted(admitted.replicas())
+                : KubeflowModel.job(job);
         boolean servicesExist = model.problem().isPresent()
                 || JobTopology.of(model).slots().stream().allMatch(slot -> services.contains(slot.podName()));
         Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, Observation.PodGroupState.NOT_NEEDED, now,
-                createdPods);
+                createdPods, queue);
         JobState before = state(job.getStatus());
         Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName()), backoff);
 
@@ -79,7 +90,9 @@ public final class KubeflowPlanner {
         if (decision.createService() || !decision.podsToCreate().isEmpty()) {
             JobTopology topology = JobTopology.of(model);
             KubeflowPods templates = new KubeflowPods(job, topology);
-            decision.podsToCreate().forEach(request -> podsToCreate.add(templates.pod(request.slot())));
+            QueueAdmission.PodAdmission admission = queue instanceof QueueAdmission.Admitted admitted ? admitted.pods()
+                    : QueueAdmission.PodAdmission.NONE;
+            decision.podsToCreate().forEach(request -> podsToCreate.add(admission.admit(request.slot().type(), templates.pod(request.slot()))));
             if (decision.createService()) {
                 topology.slots().stream().filter(slot -> !services.contains(slot.podName())).forEach(slot -> servicesToCreate.add(templates.service(slot)));
             }
@@ -93,7 +106,7 @@ public final class KubeflowPlanner {
         List<HasMetadata> delete = new ArrayList<>();
         boolean finished = decision.state().phase() != null && decision.state().phase().isTerminal();
         boolean active = model.problem().isEmpty() && !finished
-                && !(decision.situation() instanceof dev.torchjob.operator.engine.Situation.Pausing);
+                && !(decision.situation() instanceof Situation.Pausing) && !(decision.situation() instanceof Situation.Queued);
         Optional<HorizontalPodAutoscaler> wanted = model.problem().isEmpty() ? ElasticAutoscaler.wanted(job, active) : Optional.empty();
         if (wanted.isPresent() && (autoscaler.isEmpty() || !ElasticAutoscaler.same(autoscaler.get(), wanted.get()))) {
             apply.add(wanted.get());
@@ -110,6 +123,36 @@ public final class KubeflowPlanner {
                 decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
     }
 
+    /**
+     * What the job asks its queue for: Master then Worker, each from the pod its first replica gets;
+     * an elastic job's workers ask for maxReplicas and can run with minReplicas (partial admission).
+     * Empty for a job that cannot run (its spec is invalid).
+     */
+    public static List<KueueWorkload.PodSet> podSets(PyTorchJob job) {
+        TrainingJob model = KubeflowModel.job(job);
+        if (model.problem().isPresent()) {
+            return List.of();
+        }
+        JobTopology topology = JobTopology.of(model);
+        KubeflowPods templates = new KubeflowPods(job, topology);
+        List<KueueWorkload.PodSet> podSets = new ArrayList<>();
+        for (TrainingJob.ReplicaGroup group : model.groups()) {
+            topology.slots().stream().filter(slot -> slot.type().equals(group.type())).findFirst().ifPresent(first -> {
+                boolean elasticWorkers = model.elastic() && ReplicaTypes.WORKER.equals(group.type());
+                podSets.add(elasticWorkers
+                        ? KueueWorkload.PodSet.of(group.type(), templates.pod(first), KubeflowModel.elasticMax(job.getSpec()),
+                                Optional.of(KubeflowModel.elasticMin(job.getSpec())))
+                        : KueueWorkload.PodSet.of(group.type(), templates.pod(first), group.replicas(), Optional.empty()));
+            });
+        }
+        return podSets;
+    }
+
+    /** MultiKueue runs the job on another cluster and mirrors its status here: not this operator's to run or queue. */
+    public static boolean dispatchedByMultiKueue(PyTorchJob job) {
+        return job.getSpec() != null && job.getSpec().runPolicy != null && MULTIKUEUE.equals(job.getSpec().runPolicy.managedBy);
+    }
+
     /** What the last status written says, in the engine's terms. */
     public static JobState state(PyTorchJobStatus status) {
         if (status == null) {
@@ -118,7 +161,11 @@ public final class KubeflowPlanner {
         KubeflowCondition suspended = KubeflowConditions.find(status.conditions, KubeflowConditions.SUSPENDED);
         // Suspended turns True at the first pass of a suspension, which forgets the pods it deletes: resuming
         // then, even before they are gone, starts the job anew.
-        Pause pause = suspended == null ? Pause.NEVER : "True".equals(suspended.status) ? Pause.PAUSED : Pause.NOT_PAUSED;
+        KubeflowCondition queued = KubeflowConditions.find(status.conditions, KubeflowConditions.QUEUED);
+        boolean waiting = queued != null && "True".equals(queued.status);
+        Pause pause = suspended != null && "True".equals(suspended.status) ? Pause.PAUSED
+                : waiting && Situation.Queued.afterEviction(queued.reason) ? Pause.EVICTED
+                : suspended == null ? Pause.NEVER : Pause.NOT_PAUSED;
         KubeflowCondition running = KubeflowConditions.find(status.conditions, KubeflowConditions.RUNNING);
         Outcome outcome = status.phase == JobPhase.Succeeded ? Outcome.Succeeded
                 : status.phase == JobPhase.Failed && status.failureReason != null ? outcomeOf(status.failureReason) : null;
@@ -136,6 +183,7 @@ public final class KubeflowPlanner {
                 running != null && "True".equals(running.status),
                 pause,
                 false,
+                waiting,
                 outcome);
     }
 

@@ -4,10 +4,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
+import dev.torchjob.operator.engine.QueueAdmission;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Toleration;
@@ -37,8 +39,11 @@ public final class KueueAdmission {
     public record Admitted(String clusterQueue, Map<String, PodSetInfo> podSets) implements State {
     }
 
-    /** Evicted (preempted, PodsReadyTimeout, deactivated, ...): the pods must go; not a failure. */
-    public record Evicted(String reason, String message) implements State {
+    /**
+     * Evicted (preempted, PodsReadyTimeout, deactivated, ...) with its quota still held, or the Workload is
+     * being deleted: the pods must go (not a failure), then the reservation is released.
+     */
+    public record Evicted(String queue, String reason, String message) implements State {
     }
 
     /** Admitted, but the admission cannot be applied (two sources set one key differently): the Workload fails FailedToStart. */
@@ -66,6 +71,53 @@ public final class KueueAdmission {
         }
     }
 
+    /** Reason of the eviction of a Workload that is being deleted. */
+    public static final String WORKLOAD_DELETED = "WorkloadDeleted";
+
+    /** The admission names a ResourceFlavor that cannot be read: not the job's fault, so retried, as Kueue does. */
+    public static final class MissingFlavor extends RuntimeException {
+        MissingFlavor(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * The state in the engine's terms. An admission is tried on the first pod of each podSet (the
+     * podSets the job asks with): one that contradicts the pod is refused, as Kueue's FailedToStart.
+     */
+    public static QueueAdmission toQueue(State state, List<KueueWorkload.PodSet> podSets) {
+        if (state instanceof Queued queued) {
+            return new QueueAdmission.Waiting(queued.queue(), queued.message());
+        }
+        if (state instanceof Evicted evicted) {
+            return new QueueAdmission.Evicted(evicted.queue(), evicted.reason(), evicted.message());
+        }
+        if (state instanceof Unusable unusable) {
+            return new QueueAdmission.Refused(unusable.message());
+        }
+        Admitted admitted = (Admitted) state;
+        Map<String, Integer> replicas = new LinkedHashMap<>();
+        try {
+            for (KueueWorkload.PodSet podSet : podSets) {
+                PodSetInfo info = admitted.podSets().get(podSet.name());
+                if (info == null) {
+                    return new QueueAdmission.Refused("the admission has no assignment for podSet " + podSet.name());
+                }
+                Pod pod = new Pod();
+                pod.setMetadata(podSet.template().getMetadata());
+                pod.setSpec(podSet.template().getSpec());
+                info.applyTo(pod);
+                replicas.put(podSet.name(), info.count());
+            }
+        } catch (Conflict e) {
+            return new QueueAdmission.Refused("podSet " + e.getMessage());
+        }
+        return new QueueAdmission.Admitted(admitted.clusterQueue(), Map.copyOf(replicas), (type, pod) -> {
+            PodSetInfo info = admitted.podSets().get(type.toLowerCase(Locale.ROOT));
+            return info == null ? pod : info.applyTo(pod);
+        });
+    }
+
     /** Thrown when an admission cannot be applied: Kueue expects the Workload to finish with FailedToStart. */
     public static final class Conflict extends RuntimeException {
         Conflict(String message) {
@@ -88,15 +140,22 @@ public final class KueueAdmission {
     public static State of(GenericKubernetesResource workload, Map<String, Flavor> flavors) {
         Map<String, Object> status = map(workload.getAdditionalProperties().get("status"));
         List<Map<String, Object>> conditions = list(status.get("conditions"));
-        Optional<Map<String, Object>> evicted = condition(conditions, "Evicted");
-        if (evicted.isPresent()) {
-            return new Evicted(String.valueOf(evicted.get().get("reason")), String.valueOf(evicted.get().get("message")));
-        }
         String queue = String.valueOf(map(workload.getAdditionalProperties().get("spec")).get("queueName"));
+        if (workload.getMetadata().getDeletionTimestamp() != null) {
+            return new Evicted(queue, WORKLOAD_DELETED, "the Workload " + workload.getMetadata().getName() + " is being deleted");
+        }
+        boolean reserved = condition(conditions, "QuotaReserved").isPresent();
+        Optional<Map<String, Object>> evicted = condition(conditions, "Evicted");
+        if (evicted.isPresent() && reserved) {
+            return new Evicted(queue, String.valueOf(evicted.get().get("reason")), String.valueOf(evicted.get().get("message")));
+        }
         if (condition(conditions, "Admitted").isEmpty()) {
-            String message = condition(conditions, "QuotaReserved").map(c -> "quota reserved, waiting for admission checks")
-                    .orElseGet(() -> conditions.stream().filter(c -> "QuotaReserved".equals(c.get("type")))
-                            .map(c -> String.valueOf(c.get("message"))).findFirst().orElse("waiting for quota"));
+            if (Boolean.FALSE.equals(map(workload.getAdditionalProperties().get("spec")).get("active"))) {
+                return new Queued(queue, "the Workload " + workload.getMetadata().getName() + " is deactivated (spec.active is false)");
+            }
+            String message = reserved ? "quota reserved, waiting for admission checks"
+                    : conditions.stream().filter(c -> "QuotaReserved".equals(c.get("type")))
+                            .map(c -> String.valueOf(c.get("message"))).findFirst().orElse("waiting for quota");
             return new Queued(queue, message);
         }
         Map<String, Object> admission = map(status.get("admission"));
@@ -110,7 +169,7 @@ public final class KueueAdmission {
                 for (Object flavorName : new LinkedHashSet<>(map(assignment.get("flavors")).values())) {
                     Flavor flavor = flavors.get(String.valueOf(flavorName));
                     if (flavor == null) {
-                        return new Unusable("ResourceFlavor " + flavorName + " of podSet " + name + " does not exist");
+                        throw new MissingFlavor("ResourceFlavor " + flavorName + " of podSet " + name + " does not exist");
                     }
                     nodeSelector = merged("nodeSelector", nodeSelector, flavor.nodeLabels());
                     nodeSelector = nodeSelector == null ? new LinkedHashMap<>() : nodeSelector;

@@ -3,6 +3,7 @@ package dev.torchjob.operator.kueue;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
@@ -10,6 +11,7 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodTemplateSpec;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
@@ -37,6 +39,16 @@ public final class KueueWorkload {
      * how many, and for an elastic group the fewest it can run with (partial admission).
      */
     public record PodSet(String name, PodTemplateSpec template, int count, Optional<Integer> minCount) {
+        /** The podSet of a replica type, from the pod its first replica gets (named as Kueue names them: the type in lower case). */
+        public static PodSet of(String replicaType, Pod pod, int count, Optional<Integer> minCount) {
+            PodTemplateSpec template = new PodTemplateSpec();
+            ObjectMeta meta = new ObjectMeta();
+            meta.setLabels(pod.getMetadata().getLabels());
+            meta.setAnnotations(pod.getMetadata().getAnnotations());
+            template.setMetadata(meta);
+            template.setSpec(JSON.clone(pod).getSpec());
+            return new PodSet(replicaType.toLowerCase(Locale.ROOT), template, count, minCount);
+        }
     }
 
     /** A priority Kueue resolved: a WorkloadPriorityClass (from the job's label) or a PriorityClass (from the template). */
@@ -49,11 +61,23 @@ public final class KueueWorkload {
         return Optional.ofNullable(labels == null ? null : labels.get(QUEUE_LABEL)).filter(q -> !q.isBlank());
     }
 
+    /** The name of the job's Workload, as Kueue's own integrations name theirs. */
+    public static String nameOf(HasMetadata job) {
+        return WorkloadName.of(job.getKind(), groupOf(job), job.getMetadata().getName(), job.getMetadata().getUid());
+    }
+
     public static GenericKubernetesResource of(HasMetadata job, String queue, List<PodSet> podSets, Optional<Priority> priority) {
+        return of(job, queue, podSets, priority, Map.of());
+    }
+
+    /** {@code labels}: this operator's labels of the job's objects (its informers select on them). */
+    public static GenericKubernetesResource of(HasMetadata job, String queue, List<PodSet> podSets, Optional<Priority> priority,
+            Map<String, String> labels) {
         ObjectMeta meta = new ObjectMeta();
-        meta.setName(WorkloadName.of(job.getKind(), groupOf(job), job.getMetadata().getName(), job.getMetadata().getUid()));
+        meta.setName(nameOf(job));
         meta.setNamespace(job.getMetadata().getNamespace());
-        meta.setLabels(new LinkedHashMap<>(Map.of(JOB_UID_LABEL, job.getMetadata().getUid())));
+        meta.setLabels(new LinkedHashMap<>(labels));
+        meta.getLabels().put(JOB_UID_LABEL, job.getMetadata().getUid());
         meta.setFinalizers(new ArrayList<>(List.of(FINALIZER)));
         meta.setOwnerReferences(List.of(new OwnerReferenceBuilder().withApiVersion(job.getApiVersion()).withKind(job.getKind())
                 .withName(job.getMetadata().getName()).withUid(job.getMetadata().getUid()).withController(true)
@@ -65,6 +89,19 @@ public final class KueueWorkload {
             spec.put("priorityClassRef", Map.of("group", p.group(), "kind", p.kind(), "name", p.name()));
             spec.put("priority", p.value());
         });
+        spec.put("podSets", podSetsOf(podSets));
+
+        GenericKubernetesResource workload = new GenericKubernetesResource();
+        workload.setApiVersion(API_VERSION);
+        workload.setKind(KIND);
+        workload.setMetadata(meta);
+        workload.setAdditionalProperty("spec", spec);
+        return workload;
+    }
+
+    /** spec.podSets as the Workload holds them. */
+    @SuppressWarnings("unchecked")
+    public static List<Map<String, Object>> podSetsOf(List<PodSet> podSets) {
         List<Map<String, Object>> sets = new ArrayList<>();
         for (PodSet podSet : podSets) {
             Map<String, Object> set = new LinkedHashMap<>();
@@ -74,14 +111,7 @@ public final class KueueWorkload {
             set.put("template", JSON.convertValue(onlyLabelsAndAnnotations(podSet.template()), Map.class));
             sets.add(set);
         }
-        spec.put("podSets", sets);
-
-        GenericKubernetesResource workload = new GenericKubernetesResource();
-        workload.setApiVersion(API_VERSION);
-        workload.setKind(KIND);
-        workload.setMetadata(meta);
-        workload.setAdditionalProperty("spec", spec);
-        return workload;
+        return sets;
     }
 
     /** A Workload's podSet template keeps only labels and annotations of the template's metadata. */

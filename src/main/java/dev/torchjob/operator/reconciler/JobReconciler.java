@@ -2,6 +2,7 @@ package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
@@ -10,7 +11,11 @@ import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.kueue.WorkloadSync;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
@@ -49,8 +54,26 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     @Inject
     CreatedPods createdPods;
 
-    /** What the adapter decides for this pass. */
-    protected abstract Plan<S> plan(J job, Context<J> context, Clock clock, RestartBackoff backoff, CreatedPods createdPods);
+    @Inject
+    KueueWorkloads kueue;
+
+    /** What the adapter decides for this pass; {@code queue}: where the job stands with its queue. */
+    protected abstract Plan<S> plan(J job, Context<J> context, Clock clock, RestartBackoff backoff, CreatedPods createdPods,
+            QueueAdmission queue);
+
+    /** What the job asks its queue for (one podSet per replica group); empty when it cannot run. */
+    protected abstract List<KueueWorkload.PodSet> podSets(J job);
+
+    /** How this kind's Workloads are labelled and found. */
+    protected abstract KueueWorkloads.Labels workloadLabels(J job);
+
+    /** The job asks to be paused (T9k pause, Kubeflow suspend): its Workload is deactivated. */
+    protected abstract boolean pauseRequested(J job);
+
+    /** False when another controller runs the job's queue (Kubeflow: MultiKueue dispatches it). */
+    protected boolean queuedHere(J job) {
+        return true;
+    }
 
     /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */
     protected abstract Optional<S> withReconcileError(S status, String reason, String message);
@@ -85,15 +108,29 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             return UpdateControl.noUpdate();
         }
         ResourceID id = ResourceID.fromResource(job);
-        Plan<S> plan = plan(job, context, clock, restartBackoff, createdPods);
+        boolean queued = queuedHere(job) && KueueWorkload.queueOf(job).isPresent();
+        List<KueueWorkload.PodSet> podSets = queued ? podSets(job) : List.of();
+        KueueWorkloads.Observed queue;
+        try {
+            queue = queued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
+        } catch (ApplyFailure e) {
+            report(job, job.getStatus(), e, context);
+            throw e;
+        }
+        Plan<S> plan = plan(job, context, clock, restartBackoff, createdPods, queue.admission());
         if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
             createdPods.forget(id);
         }
         LOG.debugf("%s %s/%s: phase %s, create %d, delete %d, status changed %s", job.getKind(), job.getMetadata().getNamespace(),
                 job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                 plan.statusChanged());
+        boolean settled = true;
         try {
             executor.apply(job, plan, context);
+            if (queued && !plan.deleteJob()) {
+                settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
+                        job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)), workloadLabels(job), clock.instant());
+            }
         } catch (ApplyFailure e) {
             // The condition goes on the status the server holds: the plan's if it was written (never an
             // older one, which would undo a counted restart), else the last one (writing the plan's
@@ -106,7 +143,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
                 .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         UpdateControl<J> control = UpdateControl.noUpdate();
-        Optional<Duration> recheck = plan.podsToCreate().isEmpty() ? plan.recheckAfter()
+        Optional<Duration> recheck = plan.podsToCreate().isEmpty() && settled ? plan.recheckAfter()
                 : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
         recheck.map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d).ifPresent(control::rescheduleAfter);
         return control;

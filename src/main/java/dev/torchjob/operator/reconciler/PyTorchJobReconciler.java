@@ -10,8 +10,10 @@ import java.util.stream.Collectors;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
+import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
@@ -48,14 +50,35 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
 
     @Override
     protected Plan<PyTorchJobStatus> plan(PyTorchJob job, Context<PyTorchJob> context, Clock clock, RestartBackoff backoff,
-            CreatedPods createdPods) {
+            CreatedPods createdPods, QueueAdmission queue) {
         var pods = context.getSecondaryResources(Pod.class);
         Set<String> services = context.getSecondaryResources(Service.class).stream().map(s -> s.getMetadata().getName())
                 .collect(Collectors.toSet());
         Optional<HorizontalPodAutoscaler> autoscaler = context.getSecondaryResources(HorizontalPodAutoscaler.class).stream()
                 .filter(h -> h.getMetadata().getName().equals(job.getMetadata().getName())).findFirst();
         return KubeflowPlanner.plan(job, pods, services, autoscaler, clock.instant(),
-                createdPods.unseen(ResourceID.fromResource(job), pods), backoff);
+                createdPods.unseen(ResourceID.fromResource(job), pods), backoff, queue);
+    }
+
+    @Override
+    protected List<KueueWorkload.PodSet> podSets(PyTorchJob job) {
+        return KubeflowPlanner.podSets(job);
+    }
+
+    @Override
+    protected KueueWorkloads.Labels workloadLabels(PyTorchJob job) {
+        return new KueueWorkloads.Labels(KubeflowLabels.ofJob(job.getMetadata().getName()), KubeflowLabels.OPERATOR_SELECTOR,
+                KubeflowLabels.JOB_NAME);
+    }
+
+    @Override
+    protected boolean pauseRequested(PyTorchJob job) {
+        return job.getSpec() != null && job.getSpec().runPolicy != null && Boolean.TRUE.equals(job.getSpec().runPolicy.suspend);
+    }
+
+    @Override
+    protected boolean queuedHere(PyTorchJob job) {
+        return !KubeflowPlanner.dispatchedByMultiKueue(job);
     }
 
     @Override

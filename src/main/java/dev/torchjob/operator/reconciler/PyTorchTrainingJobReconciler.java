@@ -11,7 +11,9 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -48,12 +50,27 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
 
     @Override
     protected Plan<PyTorchTrainingJobStatus> plan(PyTorchTrainingJob job, Context<PyTorchTrainingJob> context, Clock clock,
-            RestartBackoff backoff, CreatedPods createdPods) {
+            RestartBackoff backoff, CreatedPods createdPods, QueueAdmission queue) {
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
         return T9kPlanner.plan(new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant(),
-                createdPods.unseen(ResourceID.fromResource(job), pods)), backoff);
+                createdPods.unseen(ResourceID.fromResource(job), pods), queue), backoff);
+    }
+
+    @Override
+    protected List<KueueWorkload.PodSet> podSets(PyTorchTrainingJob job) {
+        return T9kPlanner.podSets(job);
+    }
+
+    @Override
+    protected KueueWorkloads.Labels workloadLabels(PyTorchTrainingJob job) {
+        return new KueueWorkloads.Labels(JobLabels.ofJob(job.getMetadata().getName()), JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME);
+    }
+
+    @Override
+    protected boolean pauseRequested(PyTorchTrainingJob job) {
+        return T9kPlanner.pauseRequested(job);
     }
 
     @Override

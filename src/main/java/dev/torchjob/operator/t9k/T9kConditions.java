@@ -6,11 +6,13 @@ import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.Wording;
 
 /**
- * T9k's condition set (Initialized, Running, ReplicaFailure, Completed, Failed, Paused) for each
+ * T9k's condition set (Initialized, Running, ReplicaFailure, Completed, Failed, Paused, and Queued for
+ * jobs queued with Kueue) for each
  * situation the engine can leave a job in: one place that says what each condition reads.
  */
 final class T9kConditions {
@@ -63,10 +65,28 @@ final class T9kConditions {
                     .set(JobCondition.REPLICA_FAILURE, false, "AllReplicasHealthy", HEALTHY)
                     .set(JobCondition.COMPLETED, false, "Active", NOT_FINISHED)
                     .set(JobCondition.FAILED, false, "Active", NOT_FAILED);
+        } else if (situation instanceof Situation.Queued queued) {
+            String message = queued.message();
+            conditions.set(JobCondition.INITIALIZED, state.initialized(), state.initialized() ? "PodsCreated" : "Queued",
+                            state.initialized() ? CREATED : message)
+                    .set(JobCondition.RUNNING, false, queued.reason(), message)
+                    .set(JobCondition.REPLICA_FAILURE, false, "AllReplicasHealthy", HEALTHY)
+                    .set(JobCondition.COMPLETED, false, "Active", NOT_FINISHED)
+                    .set(JobCondition.FAILED, false, "Active", NOT_FAILED)
+                    .set(JobCondition.QUEUED, true, queued.reason(), message);
         } else if (situation instanceof Situation.Ended ended) {
             ended(conditions, ended, state.initialized());
         } else if (situation instanceof Situation.Finished finished && finished.pauseRequested()) {
             conditions.set(JobCondition.PAUSED, false, PAUSE_IGNORED, "The job has finished; pausing it changes nothing.");
+        }
+        if (Conditions.isTrue(previous, JobCondition.QUEUED) && !(situation instanceof Situation.Queued)) {
+            // No longer waiting in the queue: admitted, paused, or ended (the Workload says the rest).
+            if (decision.queue() instanceof QueueAdmission.Admitted admitted) {
+                conditions.set(JobCondition.QUEUED, false, "Admitted", "Admitted by ClusterQueue " + admitted.clusterQueue() + ".");
+            } else {
+                conditions.set(JobCondition.QUEUED, false, situation instanceof Situation.Pausing ? "Paused" : "Ended",
+                        "The job no longer waits in its queue.");
+            }
         }
         List<JobCondition> next = conditions.build();
         if (decision.resumed()) {
@@ -97,7 +117,8 @@ final class T9kConditions {
                     .set(JobCondition.FAILED, false, reason, message);
             return;
         }
-        boolean replicaFailed = ended.outcome() != Outcome.InvalidSpec && ended.outcome() != Outcome.DeadlineExceeded;
+        boolean replicaFailed = ended.outcome() != Outcome.InvalidSpec && ended.outcome() != Outcome.DeadlineExceeded
+                && ended.outcome() != Outcome.FailedToStart;
         conditions.set(JobCondition.INITIALIZED, initialized, initialized ? "PodsCreated" : reason, initialized ? CREATED : message)
                 .set(JobCondition.RUNNING, false, reason, message)
                 .set(JobCondition.REPLICA_FAILURE, replicaFailed, reason, replicaFailed ? message : "No replica failed.")

@@ -13,6 +13,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.api.RunPolicy;
 import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.JobState.CountedRestart;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
@@ -85,8 +86,11 @@ public final class T9kModel {
         List<CountedRestart> counted = status.countedRestarts == null ? List.of()
                 : status.countedRestarts.stream().map(c -> new CountedRestart(c.pod, c.uid, StatusTime.parse(c.restartAt))).toList();
         JobCondition paused = Conditions.find(status.conditions, JobCondition.PAUSED);
-        Pause pause = paused == null ? Pause.NEVER
-                : paused.isTrue() ? Pause.PAUSED
+        JobCondition queued = Conditions.find(status.conditions, JobCondition.QUEUED);
+        boolean waiting = queued != null && queued.isTrue();
+        Pause pause = paused != null && paused.isTrue() ? Pause.PAUSED
+                : waiting && Situation.Queued.afterEviction(queued.reason) ? Pause.EVICTED
+                : paused == null ? Pause.NEVER
                 : T9kConditions.PAUSE_IGNORED.equals(paused.reason) ? Pause.IGNORED
                 : Pause.NOT_PAUSED;
         JobCondition initialized = Conditions.find(status.conditions, JobCondition.INITIALIZED);
@@ -103,6 +107,7 @@ public final class T9kModel {
                 Conditions.isTrue(status.conditions, JobCondition.RUNNING),
                 pause,
                 initialized != null && T9kConditions.SCHEDULER_UNAVAILABLE.equals(initialized.reason),
+                waiting,
                 outcome(status));
     }
 

@@ -27,8 +27,10 @@ import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.status.ReplicaRecords;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -49,6 +51,12 @@ public final class T9kPlanner {
         return new Observation<>(job, pods, serviceExists, usesT9kScheduler(job) ? PodGroupState.MISSING : PodGroupState.NOT_NEEDED, now);
     }
 
+    /** runMode.pause is on. */
+    public static boolean pauseRequested(PyTorchTrainingJob job) {
+        return job.getSpec() != null && job.getSpec().runMode != null && job.getSpec().runMode.pause != null
+                && job.getSpec().runMode.pause.isOn();
+    }
+
     public static boolean usesT9kScheduler(PyTorchTrainingJob job) {
         return job.getSpec() != null && job.getSpec().scheduler != null && job.getSpec().scheduler.t9kScheduler != null;
     }
@@ -62,7 +70,9 @@ public final class T9kPlanner {
         Optional<String> rejectedEdit = rejectedEdit(submitted);
         // A refused edit of a job under way: the job goes on with the spec it had.
         PyTorchTrainingJob job = rejectedEdit.isPresent() ? withLastValidSpec(submitted) : submitted;
-        TrainingJob model = T9kModel.job(job);
+        QueueAdmission queue = observation.queue();
+        TrainingJob model = queue instanceof QueueAdmission.Admitted admitted ? T9kModel.job(job).admitted(admitted.replicas())
+                : T9kModel.job(job);
         JobState before = T9kModel.state(job.getStatus());
         T9kWording wording = new T9kWording(job.getSpec());
         Decision decision = Engine.decide(model, before, observation, wording, backoff);
@@ -81,13 +91,15 @@ public final class T9kPlanner {
         GenericKubernetesResource podGroup = null;
         if (decision.createService() || decision.createPodGroup() || !decision.podsToCreate().isEmpty()) {
             PodTemplates templates = new PodTemplates(job, JobTopology.of(model));
+            QueueAdmission.PodAdmission admission = queue instanceof QueueAdmission.Admitted admitted ? admitted.pods()
+                    : QueueAdmission.PodAdmission.NONE;
             for (PodRequest request : decision.podsToCreate()) {
                 String type = request.slot().type();
-                pods.add(templates.pod(request.slot(), switch (request.mode()) {
+                pods.add(admission.admit(type, templates.pod(request.slot(), switch (request.mode()) {
                     case TRAIN -> PodOverrides.NONE;
                     case DEBUG -> PodOverrides.debug(job.getSpec(), type);
                     case RESUME -> PodOverrides.resume(job.getSpec(), type);
-                }));
+                })));
             }
             service = decision.createService() ? templates.headlessService() : null;
             podGroup = decision.createPodGroup() ? templates.podGroup() : null;
@@ -100,6 +112,32 @@ public final class T9kPlanner {
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
                 decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.of(), List.of());
+    }
+
+    /**
+     * What the job asks its queue for: one podSet per replica group, from the pod its first replica
+     * gets; an elastic group asks for maxReplicas and can run with minReplicas (partial admission).
+     * Empty for a job that cannot run (its spec is invalid).
+     */
+    public static List<KueueWorkload.PodSet> podSets(PyTorchTrainingJob submitted) {
+        PyTorchTrainingJob job = rejectedEdit(submitted).isPresent() ? withLastValidSpec(submitted) : submitted;
+        TrainingJob model = T9kModel.job(job);
+        if (model.problem().isPresent()) {
+            return List.of();
+        }
+        JobTopology topology = JobTopology.of(model);
+        PodTemplates templates = new PodTemplates(job, topology);
+        List<KueueWorkload.PodSet> podSets = new ArrayList<>();
+        for (TrainingJob.ReplicaGroup group : model.groups()) {
+            topology.slots().stream().filter(slot -> slot.type().equals(group.type())).findFirst().ifPresent(first -> {
+                Pod pod = templates.pod(first, PodOverrides.NONE);
+                podSets.add(model.elastic()
+                        ? KueueWorkload.PodSet.of(group.type(), pod, job.getSpec().elastic.maxReplicas,
+                                Optional.of(job.getSpec().elastic.minReplicas))
+                        : KueueWorkload.PodSet.of(group.type(), pod, group.replicas(), Optional.empty()));
+            });
+        }
+        return podSets;
     }
 
     /**

@@ -185,22 +185,46 @@ class KueueProtocolTest {
     void anEvictionIsReadWithItsReason() {
         var state = KueueAdmission.of(workload("""
                 conditions:
+                - {type: QuotaReserved, status: "True"}
                 - {type: Admitted, status: "True"}
                 - {type: Evicted, status: "True", reason: Preempted, message: "Preempted to accommodate a higher priority Workload"}
                 """), FLAVORS);
-        assertEquals(new KueueAdmission.Evicted("Preempted", "Preempted to accommodate a higher priority Workload"), state);
+        assertEquals(new KueueAdmission.Evicted("team-a-user-queue", "Preempted", "Preempted to accommodate a higher priority Workload"), state);
     }
 
     @Test
-    void aFlavorThatDoesNotExistMakesTheAdmissionUnusable() {
+    void anEvictionWhoseReservationWasReleasedIsQueuedAgain() {
         var state = KueueAdmission.of(workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "Preempted to accommodate a higher priority Workload"}
+                - {type: Admitted, status: "False"}
+                - {type: Evicted, status: "True", reason: Preempted, message: "Preempted to accommodate a higher priority Workload"}
+                """), FLAVORS);
+        assertEquals(new KueueAdmission.Queued("team-a-user-queue", "Preempted to accommodate a higher priority Workload"), state);
+    }
+
+    @Test
+    void aWorkloadBeingDeletedEvictsTheJob() {
+        var workload = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                """);
+        workload.getMetadata().setDeletionTimestamp("2026-11-24T10:00:00Z");
+        assertEquals(new KueueAdmission.Evicted("team-a-user-queue", "WorkloadDeleted", "the Workload w is being deleted"), KueueAdmission.of(workload, FLAVORS));
+    }
+
+    @Test
+    void aFlavorThatCannotBeReadIsAnErrorToRetryNotTheJobsFailure() {
+        var workload = workload("""
                 conditions:
                 - {type: Admitted, status: "True"}
                 admission:
                   clusterQueue: q
                   podSetAssignments:
                   - {name: worker, count: 8, flavors: {nvidia.com/gpu: h200}}
-                """), FLAVORS);
-        assertEquals(new KueueAdmission.Unusable("ResourceFlavor h200 of podSet worker does not exist"), state);
+                """);
+        var missing = assertThrows(KueueAdmission.MissingFlavor.class, () -> KueueAdmission.of(workload, FLAVORS));
+        assertEquals("ResourceFlavor h200 of podSet worker does not exist", missing.getMessage());
     }
 }

@@ -1,0 +1,389 @@
+package dev.torchjob.operator.reconciler;
+
+import java.net.HttpURLConnection;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+
+import org.jboss.logging.Logger;
+
+import dev.torchjob.operator.engine.QueueAdmission;
+import dev.torchjob.operator.kueue.KueueAdmission;
+import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.kueue.WorkloadSync;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
+import io.javaoperatorsdk.operator.api.reconciler.Context;
+import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.processing.event.source.IndexerResourceCache;
+import io.javaoperatorsdk.operator.processing.GroupVersionKind;
+import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
+
+/**
+ * The jobs' Workloads in the cluster (Kueue's API, read and written here only): whether Kueue is
+ * installed, the Workload of a job from an informer that is started only once a queued job needs it
+ * (a cluster without Kueue never watches for it), the ResourceFlavors and priority classes an
+ * admission and a new Workload name, and the changes {@link WorkloadSync} decides.
+ */
+@ApplicationScoped
+public class KueueWorkloads {
+    private static final Logger LOG = Logger.getLogger(KueueWorkloads.class);
+    static final ResourceDefinitionContext WORKLOADS = api("workloads", "Workload", true);
+    static final ResourceDefinitionContext FLAVORS = api("resourceflavors", "ResourceFlavor", false);
+    static final ResourceDefinitionContext WORKLOAD_PRIORITY_CLASSES = api("workloadpriorityclasses", "WorkloadPriorityClass", false);
+    static final ResourceDefinitionContext PRIORITY_CLASSES = new ResourceDefinitionContext.Builder().withGroup("scheduling.k8s.io")
+            .withVersion("v1").withKind("PriorityClass").withPlural("priorityclasses").withNamespaced(false).build();
+    private static final Duration FLAVOR_TTL = Duration.ofSeconds(30);
+    private static final KubernetesSerialization JSON = new KubernetesSerialization();
+
+    @Inject
+    KubernetesClient client;
+
+    @Inject
+    Clock clock;
+
+    private volatile ApiDiscovery discovery;
+    /** Controllers whose Workload informer is running. */
+    private final Set<String> watching = ConcurrentHashMap.newKeySet();
+    /** Jobs whose Workload Kueue's own integration made (Kubeflow kind): that integration runs their queue. */
+    private final Set<String> foreign = ConcurrentHashMap.newKeySet();
+    private final Map<String, CachedFlavor> flavors = new ConcurrentHashMap<>();
+
+    private record CachedFlavor(KueueAdmission.Flavor flavor, Instant readAt) {
+    }
+
+    /** Where a job stands with its queue, and the Workload behind it. */
+    public record Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
+            Optional<String> queue) {
+        static final Observed NOT_QUEUED = new Observed(QueueAdmission.NOT_QUEUED, Optional.empty(), Optional.empty(), Optional.empty());
+    }
+
+    /** How one job kind's Workloads are found: the labels this operator puts on them, and the one naming the job. */
+    public record Labels(Map<String, String> ofJob, String selector, String jobNameLabel) {
+    }
+
+    static ResourceDefinitionContext api(String plural, String kind, boolean namespaced) {
+        return new ResourceDefinitionContext.Builder().withGroup("kueue.x-k8s.io").withVersion("v1beta2").withKind(kind)
+                .withPlural(plural).withNamespaced(namespaced).build();
+    }
+
+    public <J extends HasMetadata> Observed observe(J job, List<KueueWorkload.PodSet> podSets, Labels labels, Context<J> context) {
+        Optional<String> queue = KueueWorkload.queueOf(job);
+        if (queue.isEmpty() || foreign.contains(job.getMetadata().getUid())) {
+            return Observed.NOT_QUEUED;
+        }
+        if (!discovery().installed()) {
+            return new Observed(new QueueAdmission.Unavailable(queue.get(), "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is not "
+                    + "installed in this cluster: install Kueue, or remove the label " + KueueWorkload.QUEUE_LABEL
+                    + " to run the job without a queue."), Optional.empty(), Optional.empty(), queue);
+        }
+        watch(context, labels);
+        String name = KueueWorkload.nameOf(job);
+        Optional<GenericKubernetesResource> workload = context.getSecondaryResources(GenericKubernetesResource.class).stream()
+                .filter(w -> name.equals(w.getMetadata().getName())).findFirst();
+        if (workload.isEmpty()) {
+            return new Observed(new QueueAdmission.Waiting(queue.get(), "its Workload " + name + " is being created"), workload,
+                    Optional.empty(), queue);
+        }
+        KueueAdmission.State state;
+        try {
+            state = KueueAdmission.of(workload.get(), flavorsOf(workload.get()));
+        } catch (KueueAdmission.MissingFlavor e) {
+            throw new ApplyFailure("FailedAdmission", "Workload " + name, e);
+        }
+        return new Observed(KueueAdmission.toQueue(state, podSets), workload, Optional.of(state), queue);
+    }
+
+    /**
+     * Applies what the Workload must now say; false when Kueue changed it meanwhile (a 409): the job
+     * is looked at again soon, and the change is decided anew from what Kueue wrote.
+     */
+    public <J extends HasMetadata> boolean sync(J job, Observed observed, WorkloadSync.Job now, Labels labels, Instant at) {
+        if (observed.queue().isEmpty() || observed.admission() instanceof QueueAdmission.Unavailable) {
+            return true;
+        }
+        WorkloadSync.Changes changes = WorkloadSync.of(now, observed.workload(), observed.state(), at);
+        if (!changes.any()) {
+            return true;
+        }
+        String target = "Workload " + KueueWorkload.nameOf(job);
+        try {
+            if (changes.create()) {
+                return create(job, observed.queue().get(), now.podSets(), labels);
+            }
+            GenericKubernetesResource workload = JSON.clone(observed.workload().orElseThrow());
+            if (changes.status() != null) {
+                workload.setAdditionalProperty("status", changes.status());
+                workload = step("FailedUpdateWorkloadStatus", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
+                        .inNamespace(w.getMetadata().getNamespace()).resource(w).updateStatus());
+            }
+            if (changes.active() != null || changes.podSets() != null || changes.removeFinalizer()) {
+                applySpecAndMetadata(workload, changes);
+                workload = step("FailedUpdateWorkload", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
+                        .inNamespace(w.getMetadata().getNamespace()).resource(w).update());
+            }
+            if (changes.delete()) {
+                step("FailedDeleteWorkload", target, workload, w -> {
+                    client.genericKubernetesResources(WORKLOADS).inNamespace(w.getMetadata().getNamespace()).resource(w).delete();
+                    return w;
+                });
+            }
+            return true;
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == HttpURLConnection.HTTP_CONFLICT) {
+                LOG.debugf("%s changed meanwhile; looking again", target);
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    private static void applySpecAndMetadata(GenericKubernetesResource workload, WorkloadSync.Changes changes) {
+        @SuppressWarnings("unchecked")
+        Map<String, Object> spec = (Map<String, Object>) workload.getAdditionalProperties().get("spec");
+        if (changes.active() != null) {
+            spec.put("active", changes.active());
+            Map<String, String> annotations = new LinkedHashMap<>(
+                    workload.getMetadata().getAnnotations() == null ? Map.of() : workload.getMetadata().getAnnotations());
+            if (changes.active()) {
+                annotations.remove(WorkloadSync.PAUSED_ANNOTATION);
+            } else {
+                annotations.put(WorkloadSync.PAUSED_ANNOTATION, "true");
+            }
+            workload.getMetadata().setAnnotations(annotations);
+        }
+        if (changes.podSets() != null) {
+            spec.put("podSets", changes.podSets());
+        }
+        if (changes.removeFinalizer()) {
+            workload.getMetadata().getFinalizers().remove(KueueWorkload.FINALIZER);
+        }
+    }
+
+    private <J extends HasMetadata> boolean create(J job, String queue, List<KueueWorkload.PodSet> podSets, Labels labels) {
+        String name = KueueWorkload.nameOf(job);
+        String target = "Workload " + name;
+        GenericKubernetesResource workload = KueueWorkload.of(job, queue, podSets, priorityOf(job, podSets), labels.ofJob());
+        try {
+            step("FailedCreateWorkload", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
+                    .inNamespace(w.getMetadata().getNamespace()).resource(w).create());
+            return true;
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+        }
+        // One of that name exists: ours, not yet in the cache, or made by Kueue's own integration for this job.
+        GenericKubernetesResource existing = client.genericKubernetesResources(WORKLOADS)
+                .inNamespace(job.getMetadata().getNamespace()).withName(name).get();
+        boolean ours = existing != null && existing.getMetadata().getLabels() != null
+                && existing.getMetadata().getLabels().keySet().containsAll(labels.ofJob().keySet());
+        boolean forThisJob = existing != null && existing.getMetadata().getOwnerReferences() != null && existing.getMetadata()
+                .getOwnerReferences().stream().anyMatch(o -> job.getMetadata().getUid().equals(o.getUid()));
+        if (existing != null && !ours && forThisJob) {
+            LOG.infof("%s %s/%s: its Workload %s was made by Kueue's own integration, which runs its queue", job.getKind(),
+                    job.getMetadata().getNamespace(), job.getMetadata().getName(), name);
+            foreign.add(job.getMetadata().getUid());
+        }
+        return false;
+    }
+
+    /**
+     * As Kueue resolves it: the job's kueue.x-k8s.io/priority-class label names a WorkloadPriorityClass,
+     * else the first template's priorityClassName a PriorityClass. A class that does not exist is an
+     * error the job shows until it is created or the name fixed.
+     */
+    private <J extends HasMetadata> Optional<KueueWorkload.Priority> priorityOf(J job, List<KueueWorkload.PodSet> podSets) {
+        Map<String, String> jobLabels = job.getMetadata().getLabels();
+        String workloadClass = jobLabels == null ? null : jobLabels.get(KueueWorkload.PRIORITY_CLASS_LABEL);
+        if (workloadClass != null) {
+            return Optional.of(new KueueWorkload.Priority("kueue.x-k8s.io", "WorkloadPriorityClass", workloadClass,
+                    valueOf(WORKLOAD_PRIORITY_CLASSES, workloadClass, "label " + KueueWorkload.PRIORITY_CLASS_LABEL)));
+        }
+        Optional<String> podClass = podSets.stream().map(p -> p.template().getSpec().getPriorityClassName())
+                .filter(n -> n != null && !n.isBlank()).findFirst();
+        return podClass.map(name -> new KueueWorkload.Priority("scheduling.k8s.io", "PriorityClass", name,
+                valueOf(PRIORITY_CLASSES, name, "the pod template's priorityClassName")));
+    }
+
+    private int valueOf(ResourceDefinitionContext kind, String name, String namedBy) {
+        GenericKubernetesResource found = step("FailedCreateWorkload", kind.getKind() + " " + name, null,
+                ignored -> client.genericKubernetesResources(kind).withName(name).get());
+        if (found == null || !(found.getAdditionalProperties().get("value") instanceof Number value)) {
+            throw new ApplyFailure("FailedCreateWorkload", kind.getKind() + " " + name,
+                    new IllegalStateException(kind.getKind() + " " + name + " (" + namedBy + ") does not exist"));
+        }
+        return value.intValue();
+    }
+
+    /** The ResourceFlavors an admission names, each read at most every 30 seconds. */
+    @SuppressWarnings("unchecked")
+    private Map<String, KueueAdmission.Flavor> flavorsOf(GenericKubernetesResource workload) {
+        Map<String, KueueAdmission.Flavor> named = new LinkedHashMap<>();
+        Object status = workload.getAdditionalProperties().get("status");
+        Object admission = status instanceof Map<?, ?> s ? s.get("admission") : null;
+        Object assignments = admission instanceof Map<?, ?> a ? a.get("podSetAssignments") : null;
+        if (!(assignments instanceof List<?> list)) {
+            return named;
+        }
+        Instant now = clock.instant();
+        for (Object assignment : list) {
+            Object flavorsOfSet = assignment instanceof Map<?, ?> m ? m.get("flavors") : null;
+            if (!(flavorsOfSet instanceof Map<?, ?> byResource)) {
+                continue;
+            }
+            for (Object flavorName : byResource.values()) {
+                String name = String.valueOf(flavorName);
+                CachedFlavor cached = flavors.get(name);
+                if (cached == null || cached.readAt().plus(FLAVOR_TTL).isBefore(now)) {
+                    GenericKubernetesResource flavor = step("FailedAdmission", "ResourceFlavor " + name, null,
+                            ignored -> client.genericKubernetesResources(FLAVORS).withName(name).get());
+                    if (flavor == null) {
+                        flavors.remove(name);
+                        continue;
+                    }
+                    Map<String, Object> spec = flavor.getAdditionalProperties().get("spec") instanceof Map<?, ?> m
+                            ? (Map<String, Object>) m : Map.of();
+                    Map<String, String> nodeLabels = new LinkedHashMap<>();
+                    if (spec.get("nodeLabels") instanceof Map<?, ?> labels) {
+                        labels.forEach((k, v) -> nodeLabels.put(String.valueOf(k), String.valueOf(v)));
+                    }
+                    List<Toleration> tolerations = spec.get("tolerations") instanceof List<?> t
+                            ? t.stream().map(o -> JSON.convertValue(o, Toleration.class)).toList() : List.of();
+                    cached = new CachedFlavor(new KueueAdmission.Flavor(nodeLabels, tolerations), now);
+                    flavors.put(name, cached);
+                }
+                named.put(name, cached.flavor());
+            }
+        }
+        return named;
+    }
+
+    /** Starts this controller's Workload informer, once: only this operator's Workloads, mapped to their job by its name label. */
+    private <J extends HasMetadata> void watch(Context<J> context, Labels labels) {
+        String controller = context.getControllerConfiguration().getName();
+        if (watching.contains(controller)) {
+            return;
+        }
+        synchronized (watching) {
+            if (watching.contains(controller)) {
+                return;
+            }
+            @SuppressWarnings("unchecked")
+            Class<J> jobKind = (Class<J>) context.getControllerConfiguration().getResourceClass();
+            var retriever = context.eventSourceRetriever();
+            var configuration = InformerEventSourceConfiguration.from(new GroupVersionKind("kueue.x-k8s.io", "v1beta2", "Workload"), jobKind)
+                    .withName(controller + "-workloads")
+                    .withLabelSelector(labels.selector())
+                    .withNamespacesInheritedFromController()
+                    .withSecondaryToPrimaryMapper((GenericKubernetesResource workload) -> {
+                        String job = workload.getMetadata().getLabels() == null ? null
+                                : workload.getMetadata().getLabels().get(labels.jobNameLabel());
+                        return job == null ? Set.of() : Set.of(new ResourceID(job, workload.getMetadata().getNamespace()));
+                    })
+                    .build();
+            retriever.dynamicallyRegisterEventSource(new WorkloadInformer<>(configuration, retriever.eventSourceContextForDynamicRegistration()));
+            watching.add(controller);
+            LOG.infof("%s: watching Kueue Workloads", controller);
+        }
+    }
+
+    /**
+     * The Workload informer of one controller. It also releases a Workload that is being deleted when its
+     * job is gone (deleted, or recreated under the same name): no pass of that job will run to do it, and
+     * Kueue's finalizer would keep the Workload forever.
+     */
+    private final class WorkloadInformer<J extends HasMetadata> extends InformerEventSource<GenericKubernetesResource, J> {
+        private final IndexerResourceCache<J> jobs;
+
+        WorkloadInformer(InformerEventSourceConfiguration<GenericKubernetesResource> configuration, EventSourceContext<J> context) {
+            super(configuration, context);
+            this.jobs = context.getPrimaryCache();
+        }
+
+        @Override
+        public void onAdd(GenericKubernetesResource workload) {
+            super.onAdd(workload);
+            releaseIfOrphan(workload);
+        }
+
+        @Override
+        public void onUpdate(GenericKubernetesResource before, GenericKubernetesResource workload) {
+            super.onUpdate(before, workload);
+            releaseIfOrphan(workload);
+        }
+
+        private void releaseIfOrphan(GenericKubernetesResource workload) {
+            boolean held = workload.getMetadata().getFinalizers() != null
+                    && workload.getMetadata().getFinalizers().contains(KueueWorkload.FINALIZER);
+            if (workload.getMetadata().getDeletionTimestamp() == null || !held) {
+                return;
+            }
+            boolean jobLives = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences().stream()
+                    .anyMatch(owner -> jobs.get(new ResourceID(owner.getName(), workload.getMetadata().getNamespace()))
+                            .filter(job -> owner.getUid().equals(job.getMetadata().getUid()) && job.getMetadata().getDeletionTimestamp() == null)
+                            .isPresent());
+            if (!jobLives) {
+                // Not on the informer's thread: it delivers every other event.
+                Infrastructure.getDefaultWorkerPool().execute(() -> release(workload));
+            }
+        }
+    }
+
+    private void release(GenericKubernetesResource workload) {
+        try {
+            client.genericKubernetesResources(WORKLOADS).inNamespace(workload.getMetadata().getNamespace())
+                    .withName(workload.getMetadata().getName()).edit(w -> {
+                        w.getMetadata().getFinalizers().remove(KueueWorkload.FINALIZER);
+                        return w;
+                    });
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND) {
+                LOG.warnf("could not release Workload %s/%s: %s", workload.getMetadata().getNamespace(), workload.getMetadata().getName(),
+                        e.getMessage());
+            }
+        }
+    }
+
+    private interface Call {
+        GenericKubernetesResource run(GenericKubernetesResource workload);
+    }
+
+    /** A call to Kueue's API; a conflict is returned to the caller (Kueue wrote first), anything else says which step failed. */
+    private static GenericKubernetesResource step(String reason, String target, GenericKubernetesResource workload, Call call) {
+        try {
+            return call.run(workload);
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+            throw new ApplyFailure(reason, target, e);
+        } catch (RuntimeException e) {
+            throw new ApplyFailure(reason, target, e);
+        }
+    }
+
+    private ApiDiscovery discovery() {
+        if (discovery == null) {
+            discovery = new ApiDiscovery(client, clock, WORKLOADS);
+        }
+        return discovery;
+    }
+}
