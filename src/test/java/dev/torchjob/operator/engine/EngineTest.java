@@ -59,6 +59,7 @@ class EngineTest {
         TrainingJob job;
         JobState state = JobState.NEW;
         RestartBackoff backoff = RestartBackoff.NONE;
+        QueueAdmission queue = QueueAdmission.NOT_QUEUED;
         Instant now = T0;
         /** Pods created by the last pass, by name: what the operator knows before any pass sees them. */
         final Map<String, String> created = new LinkedHashMap<>();
@@ -110,7 +111,7 @@ class EngineTest {
             unseen.keySet().removeIf(name -> pods.containsKey(name) && pods.get(name).getMetadata().getUid().equals(unseen.get(name)));
             created.clear();
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
-                    PodGroupState.NOT_NEEDED, now, unseen), WORDING, backoff);
+                    PodGroupState.NOT_NEEDED, now, unseen, queue), WORDING, backoff);
             state = decision.state();
             decision.podsToDelete().forEach(d -> pods.remove(d.name()));
             for (Decision.PodRequest request : decision.podsToCreate()) {

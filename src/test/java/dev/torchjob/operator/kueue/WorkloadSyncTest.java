@@ -1,0 +1,209 @@
+package dev.torchjob.operator.kueue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.JobState.Phase;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+
+/** What the job's side of the Workload protocol writes, decided from the job and the Workload as observed. */
+class WorkloadSyncTest {
+    static final Instant NOW = Instant.parse("2026-11-24T12:00:00Z");
+    static final List<KueueWorkload.PodSet> POD_SETS = List.of(
+            new KueueWorkload.PodSet("master", KueueProtocolTest.template(), 1, Optional.empty()),
+            new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 8, Optional.of(2)));
+
+    static JobState state(Phase phase, Outcome outcome) {
+        return new JobState(true, phase, null, null, 0, List.of(), List.of(), null, false, false, JobState.Pause.NEVER, false, false, outcome);
+    }
+
+    static final JobState PENDING = state(Phase.Pending, null);
+
+    static WorkloadSync.Job job(JobState state, boolean paused, int podsLeft, int podsReady) {
+        return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady);
+    }
+
+    static GenericKubernetesResource workload(String status) {
+        GenericKubernetesResource workload = KueueProtocolTest.workload(status);
+        workload.getMetadata().setFinalizers(new java.util.ArrayList<>(List.of(KueueWorkload.FINALIZER)));
+        return workload;
+    }
+
+    static WorkloadSync.Changes sync(WorkloadSync.Job job, GenericKubernetesResource workload) {
+        return WorkloadSync.of(job, Optional.of(workload), Optional.of(KueueAdmission.of(workload, KueueProtocolTest.FLAVORS)), NOW);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> condition(Map<String, Object> status, String type) {
+        return ((List<Map<String, Object>>) status.get("conditions")).stream().filter(c -> type.equals(c.get("type"))).findFirst().orElse(null);
+    }
+
+    @Test
+    void aWorkloadIsCreatedOnlyForAJobThatCanStartAndHasNoPodLeft() {
+        assertTrue(WorkloadSync.of(job(PENDING, false, 0, 0), Optional.empty(), Optional.empty(), NOW).create());
+        assertFalse(WorkloadSync.of(job(PENDING, false, 1, 0), Optional.empty(), Optional.empty(), NOW).create(),
+                "pods of an earlier admission must be gone first");
+        assertFalse(WorkloadSync.of(job(PENDING, true, 0, 0), Optional.empty(), Optional.empty(), NOW).create(),
+                "a paused job asks for no quota");
+        assertFalse(WorkloadSync.of(job(state(Phase.Succeeded, Outcome.Succeeded), false, 0, 0), Optional.empty(), Optional.empty(), NOW)
+                .create());
+        assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0), Optional.empty(), Optional.empty(), NOW).create(),
+                "an invalid job has nothing to ask for");
+    }
+
+    @Test
+    void aWaitingJobWritesNothing() {
+        assertFalse(sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                """)).any());
+    }
+
+    @Test
+    void afterAnEvictionTheReservationIsReleasedOnceThePodsAreGone() {
+        String evicted = """
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved in ClusterQueue gpu-cq", lastTransitionTime: "2026-11-24T11:00:00Z"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted", lastTransitionTime: "2026-11-24T11:00:00Z"}
+                - {type: Evicted, status: "True", reason: Preempted, message: "Preempted to accommodate a higher priority Workload", lastTransitionTime: "2026-11-24T11:59:00Z"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """;
+        assertFalse(sync(job(PENDING, false, 2, 0), workload(evicted)).any(), "the quota is held while pods are left");
+
+        Map<String, Object> status = sync(job(PENDING, false, 0, 0), workload(evicted)).status();
+        assertNull(status.get("admission"));
+        assertEquals(List.of("False", "Pending", "Preempted to accommodate a higher priority Workload", "2026-11-24T12:00:00Z"),
+                List.of(condition(status, "QuotaReserved").get("status"), condition(status, "QuotaReserved").get("reason"),
+                        condition(status, "QuotaReserved").get("message"), condition(status, "QuotaReserved").get("lastTransitionTime")));
+        assertEquals("False", condition(status, "Admitted").get("status"));
+        assertEquals(List.of("True", "Preempted"), List.of(condition(status, "Requeued").get("status"), condition(status, "Requeued").get("reason")));
+        assertEquals("True", condition(status, "Evicted").get("status"), "Kueue's own condition is left as Kueue wrote it");
+    }
+
+    @Test
+    void anEvictionForAnyOtherReasonIsNotRequeuedByTheJob() {
+        Map<String, Object> status = sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Evicted, status: "True", reason: PodsReadyTimeout, message: "Exceeded the PodsReady timeout"}
+                """)).status();
+        assertEquals(List.of("False", "PodsReadyTimeout"), List.of(condition(status, "Requeued").get("status"),
+                condition(status, "Requeued").get("reason")));
+    }
+
+    @Test
+    void aFinishedJobFinishesItsWorkloadAndLetsItGo() {
+        String admitted = """
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                """;
+        var succeeded = sync(job(state(Phase.Succeeded, Outcome.Succeeded), false, 2, 2), workload(admitted));
+        assertEquals(List.of("True", "Succeeded"), List.of(condition(succeeded.status(), "Finished").get("status"),
+                condition(succeeded.status(), "Finished").get("reason")));
+        assertTrue(succeeded.removeFinalizer());
+        var failed = sync(job(state(Phase.Failed, Outcome.BackoffLimitExceeded), false, 0, 0), workload(admitted));
+        assertEquals("The job failed: BackoffLimitExceeded.", condition(failed.status(), "Finished").get("message"));
+        var refused = sync(job(state(Phase.Failed, Outcome.FailedToStart), false, 0, 0), workload(admitted));
+        assertEquals("FailedToStart", condition(refused.status(), "Finished").get("reason"), "as Kueue expects of a conflict");
+
+        GenericKubernetesResource finished = workload("""
+                conditions:
+                - {type: Finished, status: "True", reason: Succeeded, message: done}
+                """);
+        finished.getMetadata().setFinalizers(new java.util.ArrayList<>());
+        assertFalse(sync(job(state(Phase.Succeeded, Outcome.Succeeded), false, 0, 0), finished).any(), "written once");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void pauseDeactivatesTheWorkloadAndResumeReactivatesOnlyWhatThePauseDeactivated() {
+        String admitted = """
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                """;
+        assertEquals(Boolean.FALSE, sync(job(PENDING, true, 2, 2), workload(admitted)).active());
+
+        GenericKubernetesResource deactivatedByUs = workload("conditions: []");
+        ((Map<String, Object>) deactivatedByUs.getAdditionalProperties().get("spec")).put("active", false);
+        deactivatedByUs.getMetadata().setAnnotations(Map.of(WorkloadSync.PAUSED_ANNOTATION, "true"));
+        assertEquals(Boolean.TRUE, sync(job(PENDING, false, 0, 0), deactivatedByUs).active());
+
+        GenericKubernetesResource deactivatedByAnAdmin = workload("conditions: []");
+        ((Map<String, Object>) deactivatedByAnAdmin.getAdditionalProperties().get("spec")).put("active", false);
+        assertNull(sync(job(PENDING, false, 0, 0), deactivatedByAnAdmin).active(), "an administrator's deactivation stands");
+    }
+
+    @Test
+    void podsReadyFollowsThePods() {
+        String admitted = """
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                """;
+        var starting = sync(job(state(Phase.Pending, null), false, 6, 3), workload(admitted)).status();
+        assertEquals(List.of("False", "WaitForStart"), List.of(condition(starting, "PodsReady").get("status"), condition(starting, "PodsReady").get("reason")));
+        var started = sync(job(state(Phase.Running, null), false, 6, 6), workload(admitted)).status();
+        assertEquals(List.of("True", "Started"), List.of(condition(started, "PodsReady").get("status"), condition(started, "PodsReady").get("reason")),
+                "6 of the admitted 1 + 5 pods (partial admission)");
+
+        GenericKubernetesResource wasReady = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                - {type: PodsReady, status: "True", reason: Started, message: "All pods reached readiness and the workload is running"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                """);
+        var restarting = sync(job(state(Phase.Running, null), false, 6, 5), wasReady).status();
+        assertEquals("WaitForRecovery", condition(restarting, "PodsReady").get("reason"));
+        assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
+    }
+
+    @Test
+    void aWorkloadThatNoLongerFitsTheJobIsReplacedOrUpdated() {
+        List<KueueWorkload.PodSet> bigger = List.of(POD_SETS.get(0), new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 16,
+                Optional.of(2)));
+        var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0), Optional.of(workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                """)), Optional.empty(), NOW);
+        assertTrue(reserved.delete() && reserved.removeFinalizer(), "its podSets are fixed while quota is held: a new Workload is made");
+        var waiting = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0), Optional.of(workload("conditions: []")),
+                Optional.empty(), NOW);
+        assertFalse(waiting.delete());
+        assertEquals(16, waiting.podSets().get(1).get("count"));
+    }
+
+    @Test
+    void aWorkloadBeingDeletedIsLetGoOnceThePodsAreGone() {
+        GenericKubernetesResource deleting = workload("conditions: []");
+        deleting.getMetadata().setDeletionTimestamp("2026-11-24T11:00:00Z");
+        assertFalse(sync(job(PENDING, false, 1, 1), deleting).removeFinalizer());
+        assertTrue(sync(job(PENDING, false, 0, 0), deleting).removeFinalizer());
+    }
+}
