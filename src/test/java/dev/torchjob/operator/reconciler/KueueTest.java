@@ -1,0 +1,295 @@
+package dev.torchjob.operator.reconciler;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import jakarta.inject.Inject;
+
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.testing.KueueStandIn;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.api.model.TolerationBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
+
+/**
+ * Queueing with Kueue against the mock API server: the test plays Kueue's controllers
+ * ({@link KueueStandIn}); the operator must speak the rest of the Workload protocol itself.
+ */
+@QuarkusTest
+@WithKubernetesTestServer(crud = true)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class KueueTest {
+    static final String QUEUE = "team-a-user-queue";
+
+    @Inject
+    KubernetesClient client;
+
+    static String t9kJob(String name, String extraSpec) {
+        return """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s, labels: {kueue.x-k8s.io/queue-name: %s}}
+                spec:
+                  %s
+                  replicaSpecs:
+                  - type: master
+                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                  - type: worker
+                    replicas: 2
+                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                """.formatted(name, QUEUE, extraSpec);
+    }
+
+    static Toleration toleration(String key) {
+        return new TolerationBuilder().withKey(key).withOperator("Exists").withEffect("NoSchedule").build();
+    }
+
+    KueueStandIn kueue(String namespace) {
+        KueueStandIn.installNamesOnly(client);
+        KueueStandIn kueue = new KueueStandIn(client, namespace);
+        kueue.flavor("a100", Map.of("gpu", "a100"), List.of(KueueStandIn.toleration("gpu")));
+        kueue.flavor("spot", Map.of("lifecycle", "spot"), List.of(KueueStandIn.toleration("spot")));
+        return kueue;
+    }
+
+    /** Runs before Kueue's API is installed into the mock server. */
+    @Test
+    @Order(1)
+    void withoutKueueAQueuedJobWaitsAndSaysWhy() {
+        OperatorHarness cluster = new OperatorHarness(client, "no-kueue");
+        cluster.submit(t9kJob("j", ""));
+        cluster.awaitJob("j", j -> "KueueUnavailable".equals(j.getStatus().conditions.stream()
+                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);
+        assertTrue(cluster.condition("j", JobCondition.QUEUED).message.contains("kueue.x-k8s.io/v1beta2"));
+        cluster.awaitEvent("KueueUnavailable", "not installed");
+        assertEquals(List.of(), cluster.pods());
+    }
+
+    @Test
+    @Order(2)
+    void aQueuedJobRunsOnlyOnceAdmittedWhereTheAdmissionSays() {
+        OperatorHarness cluster = new OperatorHarness(client, "admit");
+        KueueStandIn kueue = kueue("admit");
+        cluster.submit(t9kJob("j", ""));
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("j");
+        String name = workload.getMetadata().getName();
+        assertTrue(name.matches("pytorchtrainingjob-j-[0-9a-f]{5}"), name);
+        assertEquals(QUEUE, workload.get("spec", "queueName"));
+        assertEquals(List.of("master", "worker"), List.of(workload.get("spec", "podSets", 0, "name"), workload.get("spec", "podSets", 1, "name")));
+        assertEquals(2, (Integer) workload.get("spec", "podSets", 1, "count"));
+        assertEquals(List.of("kueue.x-k8s.io/resource-in-use"), workload.getMetadata().getFinalizers());
+        assertEquals(cluster.job("j").getMetadata().getUid(), workload.getMetadata().getLabels().get("kueue.x-k8s.io/job-uid"));
+
+        cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> JobCondition.QUEUED.equals(c.type) && c.isTrue()));
+        assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);
+        assertTrue(cluster.condition("j", JobCondition.QUEUED).message.contains(QUEUE));
+        assertEquals(List.of(), cluster.pods(), "no pod before admission");
+
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"),
+                List.of(Map.of("name", "provisioning", "podSetUpdates", List.of(Map.of("name", "worker", "labels", Map.of("provisioned", "yes"),
+                        "nodeSelector", Map.of("zone", "b"), "tolerations", List.of(KueueStandIn.toleration("provisioned")))))));
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        Pod worker = cluster.pod("j-worker-1");
+        assertEquals(Map.of("gpu", "a100", "zone", "b"), worker.getSpec().getNodeSelector());
+        assertEquals(List.of(toleration("gpu"), toleration("provisioned")), worker.getSpec().getTolerations());
+        assertEquals("worker", worker.getMetadata().getLabels().get("kueue.x-k8s.io/podset"));
+        assertEquals("yes", worker.getMetadata().getLabels().get("provisioned"));
+        assertFalse(worker.getMetadata().getLabels().containsKey("kueue.x-k8s.io/queue-name"),
+                "the queue label stays off the pods: Kueue's pod integration would gate them");
+        Pod master = cluster.pod("j-master-0");
+        assertEquals(Map.of("lifecycle", "spot"), master.getSpec().getNodeSelector());
+        assertEquals(List.of(toleration("spot")), master.getSpec().getTolerations());
+        cluster.awaitEvent("Admitted", "Admitted by ClusterQueue gpu-cq");
+
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        assertEquals("Admitted", cluster.condition("j", JobCondition.QUEUED).reason);
+    }
+
+    @Test
+    @Order(3)
+    void anEvictedJobLosesItsPodsCountsNothingReleasesTheQuotaAndResumesWhenReadmitted() {
+        OperatorHarness cluster = new OperatorHarness(client, "evict");
+        KueueStandIn kueue = kueue("evict");
+        cluster.submit(t9kJob("j", "runPolicy: {backoffLimit: 0}"));
+        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+
+        kueue.evict(name, "Preempted", "Preempted to accommodate a higher priority Workload");
+        await().atMost(OperatorHarness.WAIT).until(() -> cluster.pods().isEmpty());
+        await().atMost(OperatorHarness.WAIT).until(() -> "False".equals(
+                KueueStandIn.condition(KueueStandIn.status(kueue.workload(name)), "QuotaReserved").get("status")));
+        Map<String, Object> released = KueueStandIn.status(kueue.workload(name));
+        assertNull(released.get("admission"), "the reservation is released once the pods are gone");
+        assertEquals("True", KueueStandIn.condition(released, "Requeued").get("status"));
+        assertEquals("False", KueueStandIn.condition(released, "Admitted").get("status"));
+        var evicted = cluster.awaitJob("j", j -> "Requeued".equals(j.getStatus().conditions.stream()
+                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        assertEquals(JobPhase.Pending, evicted.getStatus().phase);
+        assertEquals(0, evicted.getStatus().backoffCount, "an eviction is not a failure, even with backoffLimit 0");
+        cluster.awaitEvent("Evicted", "Preempted to accommodate");
+
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.awaitEvent("Admitted", "the job resumes after its eviction");
+        cluster.runAll();
+        assertEquals(0, cluster.awaitPhase("j", JobPhase.Running).getStatus().backoffCount);
+    }
+
+    @Test
+    @Order(4)
+    void pausingDeactivatesTheWorkloadAndResumingActivatesItAgain() {
+        OperatorHarness cluster = new OperatorHarness(client, "pause");
+        KueueStandIn kueue = kueue("pause");
+        cluster.submit(t9kJob("j", ""));
+        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPods(3);
+
+        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace("pause").withName("j")
+                .edit(j -> {
+                    j.getSpec().runMode = cluster.client.getKubernetesSerialization().unmarshal("pause:\n  enabled: true\n",
+                            dev.torchjob.operator.api.RunMode.class);
+                    return j;
+                });
+        await().atMost(OperatorHarness.WAIT).until(() -> Boolean.FALSE.equals(kueue.workload(name).get("spec", "active")));
+        kueue.evict(name, "InactiveWorkload", "The workload is deactivated");
+        await().atMost(OperatorHarness.WAIT).until(() -> cluster.pods().isEmpty() && "False".equals(
+                KueueStandIn.condition(KueueStandIn.status(kueue.workload(name)), "QuotaReserved").get("status")));
+        cluster.awaitPhase("j", JobPhase.Paused);
+
+        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace("pause").withName("j")
+                .edit(j -> {
+                    j.getSpec().runMode = null;
+                    return j;
+                });
+        await().atMost(OperatorHarness.WAIT).until(() -> Boolean.TRUE.equals(kueue.workload(name).get("spec", "active")));
+        assertEquals(List.of(), cluster.pods(), "resumed, but not admitted again yet");
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPods(3);
+    }
+
+    @Test
+    @Order(5)
+    void anElasticJobAsksForItsMaximumAndRunsWhatIsAdmitted() {
+        OperatorHarness cluster = new OperatorHarness(client, "elastic");
+        KueueStandIn kueue = kueue("elastic");
+        cluster.submit(OperatorHarness.elasticJob(2, 6, 2).replace("metadata: {name: el}",
+                "metadata: {name: el, labels: {kueue.x-k8s.io/queue-name: " + QUEUE + "}}"));
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("el");
+        assertEquals(6, (Integer) workload.get("spec", "podSets", 0, "count"));
+        assertEquals(2, (Integer) workload.get("spec", "podSets", 0, "minCount"));
+        kueue.admit(workload.getMetadata().getName(), "gpu-cq", Map.of("node", 4), Map.of("node", "a100"), List.of());
+        cluster.awaitPodNames("el-node-0", "el-node-1", "el-node-2", "el-node-3");
+    }
+
+    @Test
+    @Order(6)
+    void aFinishedJobFinishesItsWorkloadAndADeletedJobLeavesNoWorkloadStuck() {
+        OperatorHarness cluster = new OperatorHarness(client, "finish");
+        KueueStandIn kueue = kueue("finish");
+        cluster.submit(t9kJob("j", ""));
+        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPods(3);
+        cluster.runAll();
+        cluster.kubelet.exit("j-master-0", 0);
+        cluster.awaitPhase("j", JobPhase.Succeeded);
+        await().atMost(OperatorHarness.WAIT).until(() -> kueue.workload(name).getMetadata().getFinalizers() == null
+                || kueue.workload(name).getMetadata().getFinalizers().isEmpty());
+        Map<String, Object> finished = KueueStandIn.condition(KueueStandIn.status(kueue.workload(name)), "Finished");
+        assertEquals(List.of("True", "Succeeded"), List.of(finished.get("status"), finished.get("reason")));
+
+        cluster.submit(t9kJob("gone", ""));
+        String queued = kueue.awaitWorkloadOf("gone").getMetadata().getName();
+        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace("finish").withName("gone").delete();
+        // What the garbage collector does next (the mock runs none): delete the dependent Workload.
+        client.genericKubernetesResources(KueueStandIn.WORKLOADS).inNamespace("finish").withName(queued).delete();
+        await().atMost(OperatorHarness.WAIT).until(() -> kueue.workload(queued) == null);
+    }
+
+    @Test
+    @Order(7)
+    void aJobWithoutTheLabelGetsNoWorkload() {
+        OperatorHarness cluster = new OperatorHarness(client, "free");
+        kueue("free");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{}"));
+        cluster.awaitPods(3);
+        assertEquals(List.of(), new KueueStandIn(client, "free").workloads());
+    }
+
+    @Test
+    @Order(8)
+    void aPyTorchJobIsQueuedTheSameWay() {
+        OperatorHarness cluster = new OperatorHarness(client, "kf-queue");
+        KueueStandIn kueue = kueue("kf-queue");
+        PyTorchJob job = cluster.client.getKubernetesSerialization().unmarshal(PyTorchJobTestJobs.job("p", "OnFailure", "{}"), PyTorchJob.class);
+        job.getMetadata().setLabels(Map.of("kueue.x-k8s.io/queue-name", QUEUE));
+        client.resources(PyTorchJob.class).inNamespace("kf-queue").resource(job).create();
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("p");
+        assertTrue(workload.getMetadata().getName().startsWith("pytorchjob-p-"), workload.getMetadata().getName());
+        assertEquals(List.of("master", "worker"), List.of(workload.get("spec", "podSets", 0, "name"), workload.get("spec", "podSets", 1, "name")));
+        cluster.awaitState("p", "Queued");
+        assertEquals(List.of(), cluster.pods());
+        kueue.admit(workload.getMetadata().getName(), "gpu-cq", Map.of("master", 1, "worker", 2),
+                Map.of("master", "spot", "worker", "a100"), List.of());
+        cluster.awaitPodNames("p-master-0", "p-worker-0", "p-worker-1");
+        assertEquals(Map.of("gpu", "a100"), cluster.pod("p-worker-0").getSpec().getNodeSelector());
+        cluster.runAll();
+        cluster.awaitState("p", "Running");
+    }
+
+    @Test
+    @Order(9)
+    void aPyTorchJobWhoseWorkloadKueuesOwnIntegrationMadeIsLeftToThatIntegration() {
+        OperatorHarness cluster = new OperatorHarness(client, "kf-own");
+        KueueStandIn kueue = kueue("kf-own");
+        PyTorchJob job = cluster.client.getKubernetesSerialization().unmarshal(PyTorchJobTestJobs.job("p", "OnFailure",
+                "{suspend: true}"), PyTorchJob.class);
+        job.getMetadata().setLabels(Map.of("kueue.x-k8s.io/queue-name", QUEUE));
+        PyTorchJob created = client.resources(PyTorchJob.class).inNamespace("kf-own").resource(job).create();
+        // Kueue's own kubeflow.org/pytorchjob integration: same Workload name, owned by the job, none of our labels.
+        GenericKubernetesResource own = new GenericKubernetesResource();
+        own.setApiVersion("kueue.x-k8s.io/v1beta2");
+        own.setKind("Workload");
+        own.setMetadata(new io.fabric8.kubernetes.api.model.ObjectMetaBuilder()
+                .withName(dev.torchjob.operator.kueue.KueueWorkload.nameOf(created)).withNamespace("kf-own")
+                .withOwnerReferences(new OwnerReferenceBuilder().withApiVersion("kubeflow.org/v1").withKind("PyTorchJob").withName("p")
+                        .withUid(created.getMetadata().getUid()).withController(true).build()).build());
+        own.setAdditionalProperty("spec", Map.of("queueName", QUEUE, "podSets", List.of()));
+        client.genericKubernetesResources(KueueStandIn.WORKLOADS).inNamespace("kf-own").resource(own).create();
+        cluster.awaitState("p", "Suspended");
+        // Kueue admits and unsuspends the job itself.
+        client.resources(PyTorchJob.class).inNamespace("kf-own").withName("p").edit(p -> {
+            p.getSpec().runPolicy.suspend = false;
+            return p;
+        });
+        cluster.awaitPodNames("p-master-0", "p-worker-0", "p-worker-1");
+        assertEquals(1, kueue.workloads().size(), "no second Workload");
+        var nodeSelector = cluster.pod("p-master-0").getSpec().getNodeSelector();
+        assertTrue(nodeSelector == null || nodeSelector.isEmpty(), "no admission of ours applied: " + nodeSelector);
+    }
+}
