@@ -37,6 +37,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @AdditionalPrinterColumn(name = "STARTED", jsonPath = ".status.startTime", type = AdditionalPrinterColumn.Type.DATE, priority = 1)
 @AdditionalPrinterColumn(name = "COMPLETED", jsonPath = ".status.completionTime", type = AdditionalPrinterColumn.Type.DATE, priority = 1)
 @AdditionalPrinterColumn(name = "QUEUE", jsonPath = ".spec.scheduler.t9kScheduler.queue", priority = 1)
+// Kueue's LocalQueue, from the label Kueue's users set (QUEUE is the T9k scheduler's, as in T9k).
+@AdditionalPrinterColumn(name = "LOCALQUEUE", jsonPath = ".metadata.labels.kueue\\.x-k8s\\.io/queue-name", priority = 1)
 // The job name names the Service and prefixes every pod hostname (spec §2).
 @ValidationRule(value = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
         message = "metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter), because it names the job's Service")

@@ -43,7 +43,7 @@ class KubectlIT {
         assertEquals(List.of("j", "Running", "3", "0", "0", "0"), columns(lines.get(1)).subList(0, 6));
 
         List<String> wide = kubectl.run("get", "pytorchtrainingjobs", "-o", "wide", "-n", cluster.namespace).orFail().out().lines().toList();
-        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE"),
+        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE", "LOCALQUEUE"),
                 columns(wide.get(0)));
         List<String> category = kubectl.run("get", "t9k", "-n", cluster.namespace).orFail().out().lines().toList();
         assertEquals("j", columns(category.get(1)).get(0), "the t9k category lists the job: " + category);

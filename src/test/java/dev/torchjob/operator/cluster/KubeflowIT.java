@@ -47,7 +47,7 @@ class KubeflowIT {
         assertTrue(table.lines().findFirst().orElse("").matches("NAME\\s+STATE\\s+AGE"), table);
         assertTrue(table.contains(job) && table.contains("Running"), table);
         String wide = kubectl.run("get", "ptj", "-n", ns, "-o", "wide").orFail().out();
-        assertTrue(wide.lines().findFirst().orElse("").matches("NAME\\s+STATE\\s+RESTARTS\\s+AGE\\s+STARTED\\s+COMPLETED"), wide);
+        assertTrue(wide.lines().findFirst().orElse("").matches("NAME\\s+STATE\\s+RESTARTS\\s+AGE\\s+STARTED\\s+COMPLETED\\s+QUEUE"), wide);
         assertEquals(4, admin.services().inNamespace(ns).list().getItems().size(), "one Service per replica");
 
         cluster.kubelet.exit(job + "-master-0", 0);

@@ -67,6 +67,12 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
         assertEquals(Set.of("create"), verbs.get("events"));
         assertEquals(Set.of("get", "create"), verbs.get("podgroups"));
+        assertEquals(Set.of("get", "list", "watch", "create", "update", "patch", "delete"), verbs.get("workloads"));
+        assertEquals(Set.of("get", "update", "patch"), verbs.get("workloads/status"));
+        assertEquals(Set.of("update"), verbs.get("workloads/finalizers"));
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("resourceflavors"));
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("workloadpriorityclasses"));
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("priorityclasses"));
         role.getRules().forEach(rule -> {
             assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
             assertFalse(rule.getResources().contains("*"), "no wildcard resources");

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinitionBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -56,6 +57,38 @@ public final class KueueStandIn {
         }
     }
 
+    /**
+     * Kueue's own CRDs (fetched by tools/control-plane/kueue-crds.sh) for a real API server, which checks
+     * every write against their schemas and CEL rules: Workload at v1beta2 only (the storage version;
+     * v1beta1 would need Kueue's conversion webhook), ResourceFlavor, WorkloadPriorityClass.
+     */
+    public static void installKueuesApi(KubernetesClient client) {
+        try {
+            Process fetch = new ProcessBuilder("tools/control-plane/kueue-crds.sh").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            String dir = new String(fetch.getInputStream().readAllBytes()).strip();
+            if (fetch.waitFor() != 0) {
+                throw new AssertionError("tools/control-plane/kueue-crds.sh failed");
+            }
+            for (String kind : List.of("workloads", "resourceflavors", "workloadpriorityclasses")) {
+                CustomResourceDefinition crd;
+                try (var in = java.nio.file.Files.newInputStream(java.nio.file.Path.of(dir, "kueue.x-k8s.io_" + kind + ".yaml"))) {
+                    crd = client.getKubernetesSerialization().unmarshal(in, CustomResourceDefinition.class);
+                }
+                crd.getSpec().getVersions().removeIf(v -> !"v1beta2".equals(v.getName()));
+                crd.getSpec().getVersions().get(0).setStorage(true);
+                crd.getSpec().setConversion(null);
+                client.apiextensions().v1().customResourceDefinitions().resource(crd).forceConflicts().serverSideApply();
+                await().atMost(WAIT).until(() -> client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName())
+                        .get().getStatus().getConditions().stream().anyMatch(c -> "Established".equals(c.getType()) && "True".equals(c.getStatus())));
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
     public void flavor(String name, Map<String, String> nodeLabels, List<Map<String, Object>> tolerations) {
         GenericKubernetesResource flavor = new GenericKubernetesResource();
         flavor.setApiVersion("kueue.x-k8s.io/v1beta2");
@@ -79,7 +112,11 @@ public final class KueueStandIn {
 
     /** The Workload owned by the job of this name, once it exists. */
     public GenericKubernetesResource awaitWorkloadOf(String jobName) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> workloadOf(jobName) != null);
+        return awaitWorkloadOf(jobName, WAIT);
+    }
+
+    public GenericKubernetesResource awaitWorkloadOf(String jobName, Duration wait) {
+        await().atMost(wait).pollInterval(Duration.ofMillis(100)).until(() -> workloadOf(jobName) != null);
         return workloadOf(jobName);
     }
 

@@ -33,6 +33,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 @AdditionalPrinterColumn(name = "Restarts", jsonPath = ".status.backoffCount", type = AdditionalPrinterColumn.Type.INTEGER, priority = 1)
 @AdditionalPrinterColumn(name = "Started", jsonPath = ".status.startTime", type = AdditionalPrinterColumn.Type.DATE, priority = 1)
 @AdditionalPrinterColumn(name = "Completed", jsonPath = ".status.completionTime", type = AdditionalPrinterColumn.Type.DATE, priority = 1)
+// Kueue's LocalQueue, from the label Kueue's users set.
+@AdditionalPrinterColumn(name = "Queue", jsonPath = ".metadata.labels.kueue\\.x-k8s\\.io/queue-name", priority = 1)
 @ValidationRule(value = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
         message = "metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter): it names the job's Services")
 @RegisterForReflection
