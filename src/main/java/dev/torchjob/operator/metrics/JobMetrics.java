@@ -107,6 +107,31 @@ public class JobMetrics {
         observe(job, after);
     }
 
+    /** Its queue admitted the job after it waited this long (since its Workload was made, or last requeued). */
+    public void admitted(HasMetadata job, Duration waited) {
+        if (waited.isNegative()) {
+            return;
+        }
+        Timer.builder("pytorchtrainingjob_queue_wait")
+                .description("How long a job queued with Kueue waited for admission (each admission, readmissions too)")
+                .tag(NAMESPACE_TAG, job.getMetadata().getNamespace())
+                .tag(KIND_TAG, job.getKind())
+                .serviceLevelObjectives(TIME_TO_RUNNING_BUCKETS)
+                .register(registry)
+                .record(waited);
+    }
+
+    /** Its queue evicted the job (Preempted, PodsReadyTimeout, InactiveWorkload, ...). */
+    public void evicted(HasMetadata job, String reason) {
+        Counter.builder("pytorchtrainingjob_queue_evictions")
+                .description("Evictions of jobs queued with Kueue, by Kueue's reason")
+                .tag(NAMESPACE_TAG, job.getMetadata().getNamespace())
+                .tag(KIND_TAG, job.getKind())
+                .tag("reason", reason)
+                .register(registry)
+                .increment();
+    }
+
     /** The job is gone from the cluster. */
     public void jobDeleted(String kind, ResourceID job) {
         String namespace = job.getNamespace().orElse("");

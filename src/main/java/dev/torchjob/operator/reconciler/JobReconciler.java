@@ -11,6 +11,7 @@ import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.kueue.KueueWorkload;
@@ -56,6 +57,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Inject
     KueueWorkloads kueue;
+
+    @Inject
+    JobMetrics metrics;
 
     /** What the adapter decides for this pass; {@code queue}: where the job stands with its queue. */
     protected abstract Plan<S> plan(J job, Context<J> context, Clock clock, RestartBackoff backoff, CreatedPods createdPods,
@@ -127,6 +131,12 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         boolean settled = true;
         try {
             executor.apply(job, plan, context);
+            if (queue.admission() instanceof QueueAdmission.Admitted && plan.before().queued()) {
+                queue.waitingSince().ifPresent(since -> metrics.admitted(job, Duration.between(since, plan.decidedAt())));
+            } else if (queue.admission() instanceof QueueAdmission.Evicted evicted && !plan.before().queued()
+                    && (plan.before().phase() == null || !plan.before().phase().isTerminal())) {
+                metrics.evicted(job, evicted.reason());
+            }
             if (queued && !plan.deleteJob()) {
                 settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
                         job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)), workloadLabels(job), clock.instant());

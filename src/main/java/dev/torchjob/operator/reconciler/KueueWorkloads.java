@@ -20,6 +20,7 @@ import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.WorkloadSync;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Toleration;
@@ -73,6 +74,19 @@ public class KueueWorkloads {
     public record Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
             Optional<String> queue) {
         static final Observed NOT_QUEUED = new Observed(QueueAdmission.NOT_QUEUED, Optional.empty(), Optional.empty(), Optional.empty());
+
+        /** Since when the job has waited: its Workload's creation, or its last requeue after an eviction. */
+        public Optional<Instant> waitingSince() {
+            return workload.map(w -> {
+                Instant created = StatusTime.parse(w.getMetadata().getCreationTimestamp());
+                Object status = w.getAdditionalProperties().get("status");
+                Object conditions = status instanceof Map<?, ?> s ? s.get("conditions") : null;
+                Instant requeued = conditions instanceof List<?> list ? list.stream().filter(c -> c instanceof Map<?, ?> m
+                        && "Requeued".equals(m.get("type"))).map(c -> StatusTime.parse(String.valueOf(((Map<?, ?>) c).get("lastTransitionTime"))))
+                        .filter(java.util.Objects::nonNull).findFirst().orElse(null) : null;
+                return requeued != null && (created == null || requeued.isAfter(created)) ? requeued : created;
+            });
+        }
     }
 
     /** How one job kind's Workloads are found: the labels this operator puts on them, and the one naming the job. */

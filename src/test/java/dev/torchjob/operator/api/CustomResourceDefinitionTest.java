@@ -55,7 +55,7 @@ class CustomResourceDefinitionTest {
         assertEquals("Namespaced", crd.getSpec().getScope());
         CustomResourceDefinitionVersion version = crd.getSpec().getVersions().get(0);
         assertEquals("v1beta1", version.getName());
-        assertEquals(List.of("PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE"),
+        assertEquals(List.of("PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE", "LOCALQUEUE"),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getName).toList());
         assertEquals(List.of(0, 0, 0, 0, 0, 0, 1, 1, 1),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getPriority).toList(),
@@ -105,7 +105,7 @@ class CustomResourceDefinitionTest {
         assertEquals(List.of("torchjob", "trainingjobs"), crd.getSpec().getNames().getCategories());
         CustomResourceDefinitionVersion version = crd.getSpec().getVersions().get(0);
         assertEquals("v1", version.getName());
-        assertEquals(List.of("State", "Restarts", "Age", "Started", "Completed"),
+        assertEquals(List.of("State", "Restarts", "Age", "Started", "Completed", "Queue"),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getName).toList());
         assertEquals(".status.conditions[-1:].type", version.getAdditionalPrinterColumns().get(0).getJsonPath(),
                 "State is the last condition's type, as Kubeflow shows it");

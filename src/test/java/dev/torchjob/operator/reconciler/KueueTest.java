@@ -27,6 +27,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Toleration;
 import io.fabric8.kubernetes.api.model.TolerationBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
@@ -42,6 +43,9 @@ class KueueTest {
 
     @Inject
     KubernetesClient client;
+
+    @Inject
+    MeterRegistry registry;
 
     static String t9kJob(String name, String extraSpec) {
         return """
@@ -157,6 +161,10 @@ class KueueTest {
         cluster.awaitEvent("Admitted", "the job resumes after its eviction");
         cluster.runAll();
         assertEquals(0, cluster.awaitPhase("j", JobPhase.Running).getStatus().backoffCount);
+        assertEquals(1.0, registry.get("pytorchtrainingjob_queue_evictions").tag("job_namespace", "evict").tag("reason", "Preempted")
+                .counter().count());
+        assertEquals(2, registry.get("pytorchtrainingjob_queue_wait").tag("job_namespace", "evict").timer().count(),
+                "the first admission and the readmission");
     }
 
     @Test
