@@ -57,9 +57,9 @@ class CustomResourceDefinitionTest {
         assertEquals("v1beta1", version.getName());
         assertEquals(List.of("PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE", "LOCALQUEUE"),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getName).toList());
-        assertEquals(List.of(0, 0, 0, 0, 0, 0, 1, 1, 1),
+        assertEquals(List.of(0, 0, 0, 0, 0, 0, 1, 1, 1, 1),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getPriority).toList(),
-                "STARTED, COMPLETED and QUEUE show with -o wide");
+                "STARTED, COMPLETED, QUEUE and LOCALQUEUE show with -o wide");
         assertNotNull(version.getSubresources().getStatus());
         assertEquals(".spec.elastic.expectedReplicas", version.getSubresources().getScale().getSpecReplicasPath());
         assertEquals(".status.elastic.currentReplicas", version.getSubresources().getScale().getStatusReplicasPath());
@@ -109,7 +109,7 @@ class CustomResourceDefinitionTest {
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getName).toList());
         assertEquals(".status.conditions[-1:].type", version.getAdditionalPrinterColumns().get(0).getJsonPath(),
                 "State is the last condition's type, as Kubeflow shows it");
-        assertEquals(List.of(0, 1, 0, 1, 1),
+        assertEquals(List.of(0, 1, 0, 1, 1, 1),
                 version.getAdditionalPrinterColumns().stream().map(CustomResourceColumnDefinition::getPriority).toList(),
                 "kubectl get shows State and Age as Kubeflow's; -o wide adds ours");
         assertEquals(".spec.pytorchReplicaSpecs.Worker.replicas", version.getSubresources().getScale().getSpecReplicasPath());
