@@ -169,28 +169,34 @@ class KueueIT {
         admin.namespaces().withName(ns).delete();
     }
 
+    /** The examples under kubernetes/examples/kueue/, applied as their comments say, against Kueue's own schemas. */
     @Test
     @Order(3)
-    void aPyTorchJobIsQueuedAndItsQueueShowsInKubectl() throws Exception {
+    void theKueueExamplesApplyAndAQueuedPyTorchJobShowsItsQueueInKubectl() throws Exception {
         KueueStandIn.installKueuesApi(admin);
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kf-kueue");
             KueueStandIn kueue = kueue(cluster.namespace);
             Kubectl kubectl = install.cluster.kubectl();
-            var job = admin.getKubernetesSerialization().unmarshal(
-                    dev.torchjob.operator.reconciler.PyTorchJobTestJobs.job("p", "OnFailure", "{}"), dev.torchjob.operator.api.kubeflow.PyTorchJob.class);
-            job.getMetadata().setLabels(Map.of("kueue.x-k8s.io/queue-name", "team-a-user-queue"));
-            admin.resources(dev.torchjob.operator.api.kubeflow.PyTorchJob.class).inNamespace(cluster.namespace).resource(job).create();
-            String workload = kueue.awaitWorkloadOf("p").getMetadata().getName();
-            cluster.awaitState("p", "Queued");
-            String table = kubectl.run("get", "pytorchjob", "p", "-n", cluster.namespace, "-o", "wide").orFail().out();
+            for (String example : List.of("01-queues.yaml", "02-pytorchtrainingjob.yaml", "03-pytorchjob.yaml")) {
+                Kubectl.Result applied = kubectl.run("apply", "--server-side", "--validate=strict", "-n", cluster.namespace, "-f",
+                        "kubernetes/examples/kueue/" + example);
+                assertEquals(0, applied.exitCode(), example + ": " + applied.err());
+                assertEquals("", applied.err(), "no warnings for " + example);
+            }
+            String workload = kueue.awaitWorkloadOf("queued-pytorchjob").getMetadata().getName();
+            kueue.awaitWorkloadOf("queued-ddp");
+            cluster.awaitState("queued-pytorchjob", "Queued");
+            String table = kubectl.run("get", "pytorchjob", "queued-pytorchjob", "-n", cluster.namespace, "-o", "wide").orFail().out();
             assertTrue(table.lines().findFirst().orElse("").contains("QUEUE"), table);
             assertTrue(table.contains("team-a-user-queue") && table.contains("Queued"), table);
+            assertTrue(kubectl.run("get", "pj", "queued-ddp", "-n", cluster.namespace, "-o", "wide").orFail().out()
+                    .contains("team-a-user-queue"), "LOCALQUEUE");
             assertTrue(kubectl.run("get", "workloads", "-n", cluster.namespace).orFail().out().contains(workload));
             kueue.admit(workload, "cluster-queue", Map.of("master", 1, "worker", 2), Map.of("master", "kwok", "worker", "kwok"), List.of());
-            cluster.awaitPodNames("p-master-0", "p-worker-0", "p-worker-1");
+            cluster.awaitPodNames("queued-pytorchjob-master-0", "queued-pytorchjob-worker-0", "queued-pytorchjob-worker-1");
             cluster.runAll();
-            cluster.awaitState("p", "Running");
+            cluster.awaitState("queued-pytorchjob", "Running");
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }

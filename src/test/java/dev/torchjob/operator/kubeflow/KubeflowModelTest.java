@@ -136,4 +136,17 @@ class KubeflowModelTest {
         job.getMetadata().setName("a-job-name-that-is-long-enough-to-push-the-worker-pod-name-ov");
         assertTrue(KubeflowModel.job(job).problem().orElseThrow().startsWith("pod name " + job.getMetadata().getName() + "-worker-9 is longer"));
     }
+
+    @Test
+    void queuedWithKueueAnElasticJobAsksForItsMaximumWorkersAndCanStartWithItsMinimum() throws IOException {
+        PyTorchJob elastic = parse(Files.readString(Path.of("kubernetes/examples/kubeflow/05-elastic.yaml")));
+        var podSets = KubeflowPlanner.podSets(elastic);
+        assertEquals(List.of("worker"), podSets.stream().map(p -> p.name()).toList());
+        assertEquals(4, podSets.get(0).count(), "elasticPolicy.maxReplicas");
+        assertEquals(java.util.Optional.of(2), podSets.get(0).minCount(), "elasticPolicy.minReplicas: Kueue may admit fewer");
+        assertEquals("pytorch", podSets.get(0).template().getSpec().getContainers().get(0).getName());
+        PyTorchJob demo = parse(Files.readString(Path.of("kubernetes/examples/kubeflow/02-mnist-gloo-demo.yaml")));
+        assertEquals(List.of("master:1", "worker:3"), KubeflowPlanner.podSets(demo).stream().map(p -> p.name() + ":" + p.count()).toList());
+        assertTrue(KubeflowPlanner.podSets(demo).stream().allMatch(p -> p.minCount().isEmpty()), "only an elastic group can be admitted partly");
+    }
 }

@@ -240,6 +240,47 @@ class KueueTest {
     }
 
     @Test
+    @Order(6)
+    void anAdmissionThatContradictsTheTemplateFailsTheJobAndTheWorkloadAsKueueExpects() {
+        OperatorHarness cluster = new OperatorHarness(client, "conflict");
+        KueueStandIn kueue = kueue("conflict");
+        cluster.submit(t9kJob("j", "").replace("template: {spec: {containers", "template: {spec: {nodeSelector: {gpu: h100}, containers"));
+        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
+        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "a100", "worker", "a100"), List.of());
+        var failed = cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals("FailedToStart", cluster.condition("j", JobCondition.FAILED).reason);
+        assertTrue(cluster.condition("j", JobCondition.FAILED).message.contains("nodeSelector gpu is h100 and the admission asks for a100"),
+                cluster.condition("j", JobCondition.FAILED).message);
+        assertEquals(0, failed.getStatus().backoffCount);
+        assertEquals(List.of(), cluster.pods(), "no pod was created");
+        await().atMost(OperatorHarness.WAIT).until(() -> "FailedToStart".equals(
+                KueueStandIn.condition(KueueStandIn.status(kueue.workload(name)), "Finished").get("reason")));
+    }
+
+    @Test
+    @Order(6)
+    void aWorkloadPriorityClassGivesTheWorkloadItsPriorityAndAMissingOneIsSaid() {
+        OperatorHarness cluster = new OperatorHarness(client, "priority");
+        KueueStandIn kueue = kueue("priority");
+        GenericKubernetesResource high = new GenericKubernetesResource();
+        high.setApiVersion("kueue.x-k8s.io/v1beta2");
+        high.setKind("WorkloadPriorityClass");
+        high.setMetadata(new io.fabric8.kubernetes.api.model.ObjectMetaBuilder().withName("high").build());
+        high.setAdditionalProperty("value", 1000);
+        client.genericKubernetesResources(KueueStandIn.WORKLOAD_PRIORITY_CLASSES).resource(high).createOr(existing -> existing.update());
+        cluster.submit(t9kJob("j", "").replace("labels: {", "labels: {kueue.x-k8s.io/priority-class: high, "));
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("j");
+        assertEquals(1000, (Integer) workload.get("spec", "priority"));
+        assertEquals(Map.of("group", "kueue.x-k8s.io", "kind", "WorkloadPriorityClass", "name", "high"), workload.get("spec", "priorityClassRef"));
+
+        cluster.submit(t9kJob("k", "").replace("labels: {", "labels: {kueue.x-k8s.io/priority-class: urgent, "));
+        cluster.awaitJob("k", j -> j.getStatus().conditions.stream().anyMatch(c -> JobCondition.RECONCILE_ERROR.equals(c.type) && c.isTrue()));
+        assertTrue(cluster.condition("k", JobCondition.RECONCILE_ERROR).message.contains("WorkloadPriorityClass urgent"),
+                cluster.condition("k", JobCondition.RECONCILE_ERROR).message);
+        assertNull(kueue.workloadOf("k"));
+    }
+
+    @Test
     @Order(7)
     void aJobWithoutTheLabelGetsNoWorkload() {
         OperatorHarness cluster = new OperatorHarness(client, "free");

@@ -60,7 +60,8 @@ public final class KueueStandIn {
     /**
      * Kueue's own CRDs (fetched by tools/control-plane/kueue-crds.sh) for a real API server, which checks
      * every write against their schemas and CEL rules: Workload at v1beta2 only (the storage version;
-     * v1beta1 would need Kueue's conversion webhook), ResourceFlavor, WorkloadPriorityClass.
+     * v1beta1 would need Kueue's conversion webhook), ResourceFlavor, WorkloadPriorityClass, ClusterQueue
+     * and LocalQueue (each at v1beta2 only).
      */
     public static void installKueuesApi(KubernetesClient client) {
         try {
@@ -69,7 +70,7 @@ public final class KueueStandIn {
             if (fetch.waitFor() != 0) {
                 throw new AssertionError("tools/control-plane/kueue-crds.sh failed");
             }
-            for (String kind : List.of("workloads", "resourceflavors", "workloadpriorityclasses")) {
+            for (String kind : List.of("workloads", "resourceflavors", "workloadpriorityclasses", "clusterqueues", "localqueues")) {
                 CustomResourceDefinition crd;
                 try (var in = java.nio.file.Files.newInputStream(java.nio.file.Path.of(dir, "kueue.x-k8s.io_" + kind + ".yaml"))) {
                     crd = client.getKubernetesSerialization().unmarshal(in, CustomResourceDefinition.class);
