@@ -290,6 +290,21 @@ public class KueueWorkloads {
         return named;
     }
 
+    /**
+     * The Workload informer of a controller, at its start, when Kueue is installed then: it also lets go
+     * of Workloads whose job was deleted while no operator ran. Otherwise it is started by the first
+     * queued job that needs it.
+     */
+    public <J extends HasMetadata> List<InformerEventSource<GenericKubernetesResource, J>> atStart(EventSourceContext<J> context,
+            String controller, Labels labels) {
+        if (!discovery().installed()) {
+            return List.of();
+        }
+        watching.add(controller);
+        LOG.infof("%s: watching Kueue Workloads", controller);
+        return List.of(new WorkloadInformer<>(configuration(context.getPrimaryResourceClass(), controller, labels), context));
+    }
+
     /** Starts this controller's Workload informer, once: only this operator's Workloads, mapped to their job by its name label. */
     private <J extends HasMetadata> void watch(Context<J> context, Labels labels) {
         String controller = context.getControllerConfiguration().getName();
@@ -303,20 +318,25 @@ public class KueueWorkloads {
             @SuppressWarnings("unchecked")
             Class<J> jobKind = (Class<J>) context.getControllerConfiguration().getResourceClass();
             var retriever = context.eventSourceRetriever();
-            var configuration = InformerEventSourceConfiguration.from(new GroupVersionKind("kueue.x-k8s.io", "v1beta2", "Workload"), jobKind)
-                    .withName(controller + "-workloads")
-                    .withLabelSelector(labels.selector())
-                    .withNamespacesInheritedFromController()
-                    .withSecondaryToPrimaryMapper((GenericKubernetesResource workload) -> {
-                        String job = workload.getMetadata().getLabels() == null ? null
-                                : workload.getMetadata().getLabels().get(labels.jobNameLabel());
-                        return job == null ? Set.of() : Set.of(new ResourceID(job, workload.getMetadata().getNamespace()));
-                    })
-                    .build();
-            retriever.dynamicallyRegisterEventSource(new WorkloadInformer<>(configuration, retriever.eventSourceContextForDynamicRegistration()));
+            retriever.dynamicallyRegisterEventSource(new WorkloadInformer<>(configuration(jobKind, controller, labels),
+                    retriever.eventSourceContextForDynamicRegistration()));
             watching.add(controller);
             LOG.infof("%s: watching Kueue Workloads", controller);
         }
+    }
+
+    private static <J extends HasMetadata> InformerEventSourceConfiguration<GenericKubernetesResource> configuration(Class<J> jobKind,
+            String controller, Labels labels) {
+        return InformerEventSourceConfiguration.from(new GroupVersionKind("kueue.x-k8s.io", "v1beta2", "Workload"), jobKind)
+                .withName(controller + "-workloads")
+                .withLabelSelector(labels.selector())
+                .withNamespacesInheritedFromController()
+                .withSecondaryToPrimaryMapper((GenericKubernetesResource workload) -> {
+                    String job = workload.getMetadata().getLabels() == null ? null
+                            : workload.getMetadata().getLabels().get(labels.jobNameLabel());
+                    return job == null ? Set.of() : Set.of(new ResourceID(job, workload.getMetadata().getNamespace()));
+                })
+                .build();
     }
 
     /**
@@ -326,10 +346,12 @@ public class KueueWorkloads {
      */
     private final class WorkloadInformer<J extends HasMetadata> extends InformerEventSource<GenericKubernetesResource, J> {
         private final IndexerResourceCache<J> jobs;
+        private final Class<J> jobKind;
 
         WorkloadInformer(InformerEventSourceConfiguration<GenericKubernetesResource> configuration, EventSourceContext<J> context) {
             super(configuration, context);
             this.jobs = context.getPrimaryCache();
+            this.jobKind = context.getPrimaryResourceClass();
         }
 
         @Override
@@ -350,14 +372,25 @@ public class KueueWorkloads {
             if (workload.getMetadata().getDeletionTimestamp() == null || !held) {
                 return;
             }
-            boolean jobLives = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences().stream()
+            boolean inCache = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences().stream()
                     .anyMatch(owner -> jobs.get(new ResourceID(owner.getName(), workload.getMetadata().getNamespace()))
-                            .filter(job -> owner.getUid().equals(job.getMetadata().getUid()) && job.getMetadata().getDeletionTimestamp() == null)
-                            .isPresent());
-            if (!jobLives) {
-                // Not on the informer's thread: it delivers every other event.
-                Infrastructure.getDefaultWorkerPool().execute(() -> release(workload));
+                            .filter(job -> lives(job, owner.getUid())).isPresent());
+            if (!inCache) {
+                // Not on the informer's thread: it delivers every other event. The job is asked for again
+                // first: at start the jobs' cache may not be filled yet.
+                Infrastructure.getDefaultWorkerPool().execute(() -> {
+                    boolean jobLives = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences()
+                            .stream().anyMatch(owner -> lives(client.resources(jobKind).inNamespace(workload.getMetadata().getNamespace())
+                                    .withName(owner.getName()).get(), owner.getUid()));
+                    if (!jobLives) {
+                        release(workload);
+                    }
+                });
             }
+        }
+
+        private static boolean lives(HasMetadata job, String uid) {
+            return job != null && uid.equals(job.getMetadata().getUid()) && job.getMetadata().getDeletionTimestamp() == null;
         }
     }
 

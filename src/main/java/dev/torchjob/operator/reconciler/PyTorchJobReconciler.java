@@ -1,7 +1,9 @@
 package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -43,9 +45,13 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
 
     @Override
     public List<EventSource<?, PyTorchJob>> prepareEventSources(EventSourceContext<PyTorchJob> context) {
-        return List.of(ownedBy(Pod.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
+        List<EventSource<?, PyTorchJob>> sources = new ArrayList<>(List.of(
+                ownedBy(Pod.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
                 ownedBy(Service.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
-                ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context));
+                ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context)));
+        sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), KubeflowLabels.OPERATOR_SELECTOR,
+                KubeflowLabels.JOB_NAME)));
+        return sources;
     }
 
     @Override

@@ -1,7 +1,9 @@
 package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -44,8 +46,11 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
 
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
-        return List.of(ownedBy(Pod.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
-                ownedBy(Service.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context));
+        List<EventSource<?, PyTorchTrainingJob>> sources = new ArrayList<>(List.of(
+                ownedBy(Pod.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
+                ownedBy(Service.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context)));
+        sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME)));
+        return sources;
     }
 
     @Override

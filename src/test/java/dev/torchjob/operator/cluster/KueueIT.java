@@ -162,9 +162,18 @@ class KueueIT {
             String queued = kueue.awaitWorkloadOf("gone").getMetadata().getName();
             install.cluster.kubectl().run("delete", "pytorchtrainingjob", "gone", "-n", ns, "--wait=false").orFail();
             await().atMost(WAIT).until(() -> kueue.workload(queued) == null);
+            cluster.submit(job("gone-while-down"));
+            kueue.awaitWorkloadOf("gone-while-down");
+        }
+        // Deleted while no operator runs: the next one, starting, lets its Workload go.
+        String orphan = kueue.workloadOf("gone-while-down").getMetadata().getName();
+        install.cluster.kubectl().run("delete", "pytorchtrainingjob", "gone-while-down", "-n", ns, "--wait=false").orFail();
+        await().atMost(WAIT).until(() -> kueue.workload(orphan).getMetadata().getDeletionTimestamp() != null);
+        try (OperatorProcess fifth = install.newOperator(Map.of(), true)) {
+            await().atMost(WAIT).until(() -> kueue.workload(orphan) == null);
         }
         OperatorWrites writes = OperatorWrites.read(install.cluster);
-        assertEquals(2, writes.count(ns, "create", "workloads", 201), "one Workload per job, across four operators");
+        assertEquals(3, writes.count(ns, "create", "workloads", 201), "one Workload per job, across five operators");
         assertEquals(6, writes.count(ns, "create", "pods", 201), "pods for two admissions, none before either");
         admin.namespaces().withName(ns).delete();
     }
