@@ -380,7 +380,7 @@ public class KueueWorkloads {
                 // first: at start the jobs' cache may not be filled yet.
                 Infrastructure.getDefaultWorkerPool().execute(() -> {
                     boolean jobLives = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences()
-                            .stream().anyMatch(owner -> lives(client.resources(jobKind).inNamespace(workload.getMetadata().getNamespace())
+                            .stream().anyMatch(owner -> lives(KueueWorkloads.this.client.resources(jobKind).inNamespace(workload.getMetadata().getNamespace())
                                     .withName(owner.getName()).get(), owner.getUid()));
                     if (!jobLives) {
                         release(workload);
