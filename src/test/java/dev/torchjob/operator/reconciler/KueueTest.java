@@ -75,6 +75,25 @@ class KueueTest {
         return kueue;
     }
 
+    /** Admits the whole job: its master on the spot flavor, its workers on the a100 one. */
+    static void admitWhole(KueueStandIn kueue, String workload) {
+        kueue.admit(workload, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+    }
+
+    /** Submits the T9k job "j" to the queue and returns its Workload's name, once the operator made it. */
+    static String queued(OperatorHarness cluster, KueueStandIn kueue, String extraSpec) {
+        cluster.submit(t9kJob("j", extraSpec));
+        return kueue.awaitWorkloadOf("j").getMetadata().getName();
+    }
+
+    void setRunMode(String namespace, String runModeYaml) {
+        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j").edit(j -> {
+            j.getSpec().runMode = runModeYaml == null ? null
+                    : client.getKubernetesSerialization().unmarshal(runModeYaml, dev.torchjob.operator.api.RunMode.class);
+            return j;
+        });
+    }
+
     /** Runs before Kueue's API is installed into the mock server. */
     @Test
     @Order(1)
@@ -135,9 +154,8 @@ class KueueTest {
     void anEvictedJobLosesItsPodsCountsNothingReleasesTheQuotaAndResumesWhenReadmitted() {
         OperatorHarness cluster = new OperatorHarness(client, "evict");
         KueueStandIn kueue = kueue("evict");
-        cluster.submit(t9kJob("j", "runPolicy: {backoffLimit: 0}"));
-        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
-        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        String name = queued(cluster, kueue, "runPolicy: {backoffLimit: 0}");
+        admitWhole(kueue, name);
         cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
         cluster.runAll();
         cluster.awaitPhase("j", JobPhase.Running);
@@ -156,7 +174,7 @@ class KueueTest {
         assertEquals(0, evicted.getStatus().backoffCount, "an eviction is not a failure, even with backoffLimit 0");
         cluster.awaitEvent("Evicted", "Preempted to accommodate");
 
-        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        admitWhole(kueue, name);
         cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
         cluster.awaitEvent("Admitted", "the job resumes after its eviction");
         cluster.runAll();
@@ -172,31 +190,21 @@ class KueueTest {
     void pausingDeactivatesTheWorkloadAndResumingActivatesItAgain() {
         OperatorHarness cluster = new OperatorHarness(client, "pause");
         KueueStandIn kueue = kueue("pause");
-        cluster.submit(t9kJob("j", ""));
-        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
-        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        String name = queued(cluster, kueue, "");
+        admitWhole(kueue, name);
         cluster.awaitPods(3);
 
-        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace("pause").withName("j")
-                .edit(j -> {
-                    j.getSpec().runMode = cluster.client.getKubernetesSerialization().unmarshal("pause:\n  enabled: true\n",
-                            dev.torchjob.operator.api.RunMode.class);
-                    return j;
-                });
+        setRunMode("pause", "pause:\n  enabled: true\n");
         await().atMost(OperatorHarness.WAIT).until(() -> Boolean.FALSE.equals(kueue.workload(name).get("spec", "active")));
         kueue.evict(name, "InactiveWorkload", "The workload is deactivated");
         await().atMost(OperatorHarness.WAIT).until(() -> cluster.pods().isEmpty() && "False".equals(
                 KueueStandIn.condition(KueueStandIn.status(kueue.workload(name)), "QuotaReserved").get("status")));
         cluster.awaitPhase("j", JobPhase.Paused);
 
-        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace("pause").withName("j")
-                .edit(j -> {
-                    j.getSpec().runMode = null;
-                    return j;
-                });
+        setRunMode("pause", null);
         await().atMost(OperatorHarness.WAIT).until(() -> Boolean.TRUE.equals(kueue.workload(name).get("spec", "active")));
         assertEquals(List.of(), cluster.pods(), "resumed, but not admitted again yet");
-        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        admitWhole(kueue, name);
         cluster.awaitPods(3);
     }
 
@@ -219,9 +227,8 @@ class KueueTest {
     void aFinishedJobFinishesItsWorkloadAndADeletedJobLeavesNoWorkloadStuck() {
         OperatorHarness cluster = new OperatorHarness(client, "finish");
         KueueStandIn kueue = kueue("finish");
-        cluster.submit(t9kJob("j", ""));
-        String name = kueue.awaitWorkloadOf("j").getMetadata().getName();
-        kueue.admit(name, "gpu-cq", Map.of("master", 1, "worker", 2), Map.of("master", "spot", "worker", "a100"), List.of());
+        String name = queued(cluster, kueue, "");
+        admitWhole(kueue, name);
         cluster.awaitPods(3);
         cluster.runAll();
         cluster.kubelet.exit("j-master-0", 0);

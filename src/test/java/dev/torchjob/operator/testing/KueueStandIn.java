@@ -79,8 +79,12 @@ public final class KueueStandIn {
                 crd.getSpec().getVersions().get(0).setStorage(true);
                 crd.getSpec().setConversion(null);
                 client.apiextensions().v1().customResourceDefinitions().resource(crd).forceConflicts().serverSideApply();
-                await().atMost(WAIT).until(() -> client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName())
-                        .get().getStatus().getConditions().stream().anyMatch(c -> "Established".equals(c.getType()) && "True".equals(c.getStatus())));
+                await().atMost(WAIT).until(() -> {
+                    var status = client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName()).get().getStatus();
+                    // Right after the apply the API server may not have written any condition yet.
+                    return status != null && status.getConditions() != null && status.getConditions().stream()
+                            .anyMatch(c -> "Established".equals(c.getType()) && "True".equals(c.getStatus()));
+                });
             }
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
