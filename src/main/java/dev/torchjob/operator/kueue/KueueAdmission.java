@@ -22,6 +22,8 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
  */
 public final class KueueAdmission {
     public static final String POD_SET_LABEL = "kueue.x-k8s.io/podset";
+    public static final String LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name";
+    public static final String CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name";
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
     private KueueAdmission() {
@@ -178,7 +180,11 @@ public final class KueueAdmission {
                 Integer count = assignment.get("count") instanceof Number n ? n.intValue()
                         : specPodSets.stream().filter(p -> name.equals(p.get("name"))).map(p -> ((Number) p.get("count")).intValue())
                                 .findFirst().orElse(1);
-                Map<String, String> labels = new LinkedHashMap<>(Map.of(POD_SET_LABEL, name));
+                Map<String, String> labels = new LinkedHashMap<>();
+                labels.put(POD_SET_LABEL, name);
+                // As Kueue labels its own jobs' pods (AssignQueueLabelsForPods): which queues admitted them.
+                labels.put(LOCAL_QUEUE_LABEL, queue);
+                labels.put(CLUSTER_QUEUE_LABEL, String.valueOf(admission.get("clusterQueue")));
                 Map<String, String> annotations = new LinkedHashMap<>();
                 for (Map<String, Object> check : list(status.get("admissionChecks"))) {
                     for (Map<String, Object> update : list(check.get("podSetUpdates"))) {

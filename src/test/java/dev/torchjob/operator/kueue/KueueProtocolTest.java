@@ -144,7 +144,8 @@ class KueueProtocolTest {
         var worker = admitted.podSets().get("worker");
         assertEquals(5, worker.count(), "partial admission: 5 of 8, at least minCount 2");
         assertEquals(Map.of("gpu", "a100", "zone", "b"), worker.nodeSelector());
-        assertEquals(Map.of("kueue.x-k8s.io/podset", "worker", "provisioned", "yes"), worker.labels());
+        assertEquals(Map.of("kueue.x-k8s.io/podset", "worker", "kueue.x-k8s.io/local-queue-name", "team-a-user-queue",
+                "kueue.x-k8s.io/cluster-queue-name", "gpu-cluster-queue", "provisioned", "yes"), worker.labels());
         assertEquals(List.of(toleration("gpu"), toleration("provisioned")), worker.tolerations());
 
         Pod pod = new PodBuilder().withNewMetadata().withName("j-worker-0").withLabels(Map.of("team", "vision")).endMetadata()
