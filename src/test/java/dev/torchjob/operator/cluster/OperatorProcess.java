@@ -40,6 +40,11 @@ public final class OperatorProcess implements AutoCloseable {
     public OperatorProcess start() throws IOException {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m"));
+        // Extra JVM options for the operator, e.g. a flight recording of it under the benchmark.
+        String jvmOptions = System.getProperty("torchjob.operator.jvm-options", "").strip();
+        if (!jvmOptions.isEmpty()) {
+            command.addAll(List.of(jvmOptions.split("\\s+")));
+        }
         settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
         command.addAll(List.of("-jar", RUNNER.toString()));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
