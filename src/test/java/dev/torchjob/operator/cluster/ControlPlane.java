@@ -57,6 +57,20 @@ public final class ControlPlane {
     private int etcdPort;
     private KubernetesClient admin;
 
+    /** CPU seconds (user + system) each component of the control plane has used so far. */
+    public Map<String, Double> cpuSeconds() {
+        Map<String, Double> cpu = new LinkedHashMap<>();
+        processes.forEach((name, process) -> {
+            try {
+                String[] stat = Files.readString(Path.of("/proc", String.valueOf(process.pid()), "stat")).split("\\) ", 2)[1].split(" ");
+                cpu.put(name, (Long.parseLong(stat[11]) + Long.parseLong(stat[12])) / 100.0); // utime + stime, USER_HZ 100
+            } catch (IOException | RuntimeException e) {
+                cpu.put(name, Double.NaN); // not running, or not ours to read
+            }
+        });
+        return cpu;
+    }
+
     private ControlPlane(Path bin, Path work, Path adminKubeconfig, boolean ownServers) {
         this.bin = bin;
         this.work = work;

@@ -3,6 +3,7 @@ package dev.torchjob.operator.cluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +19,8 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.t9k.JobLabels;
+import dev.torchjob.operator.t9k.T9kPlanner;
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -57,6 +60,7 @@ class ScaleBenchmarkIT {
         try (KubernetesClient asOperator = new KubernetesClientBuilder()
                 .withConfig(Config.fromKubeconfig(Files.readString(install.operatorKubeconfig()))).build()) {
             createNamespace(admin, "bench-raw");
+            Map<String, Double> cpuBefore = install.cluster.cpuSeconds();
             long start = System.nanoTime();
             runAll(jobs * REPLICAS, i -> asOperator.pods().inNamespace("bench-raw").resource(rawPod(i)).create());
             double seconds = (System.nanoTime() - start) / 1e9;
@@ -70,6 +74,53 @@ class ScaleBenchmarkIT {
                 running = admin.pods().inNamespace("bench-raw").withField("status.phase", "Running").list().getItems().size();
             }
             report.add(String.format("raw pods all Running after %.1f s", (System.nanoTime() - start) / 1e9));
+            report.add("control plane CPU for the raw pods (until all Running): " + cpuSince(cpuBefore, install.cluster));
+            // Gone before the operator's turn: pods already on the nodes make every scheduling decision
+            // dearer, and the operator's pods must not pay for the raw ones.
+            admin.namespaces().withName("bench-raw").delete();
+            while (!admin.pods().inNamespace("bench-raw").list(new ListOptionsBuilder().withLimit(1L).build())
+                    .getItems().isEmpty()) {
+                Thread.sleep(2000);
+            }
+        }
+
+        // 1b. The same objects the operator makes (each job's Service and pods, as its first pass plans
+        // them, without owner), created directly by 16 threads, a job at a time each: what this server
+        // can do with exactly the operator's output, without any operator.
+        try (KubernetesClient asOperator = new KubernetesClientBuilder()
+                .withConfig(Config.fromKubeconfig(Files.readString(install.operatorKubeconfig()))).build()) {
+            createNamespace(admin, "bench-direct");
+            Map<String, Double> cpuBefore = install.cluster.cpuSeconds();
+            long start = System.nanoTime();
+            runAll(jobs, i -> {
+                PyTorchTrainingJob job = job(i);
+                job.getMetadata().setNamespace("bench-direct");
+                job.getMetadata().setUid("uid-" + i);
+                var plan = T9kPlanner.plan(job, List.of(), false, Instant.now());
+                for (var service : plan.servicesToCreate()) {
+                    service.getMetadata().setOwnerReferences(null);
+                    asOperator.services().inNamespace("bench-direct").resource(service).create();
+                }
+                for (Pod pod : plan.podsToCreate()) {
+                    pod.getMetadata().setOwnerReferences(null);
+                    asOperator.pods().inNamespace("bench-direct").resource(pod).create();
+                }
+            });
+            double seconds = (System.nanoTime() - start) / 1e9;
+            report.add(String.format("the operator's objects created directly (%d Services, %d pods): %.1f s = %.0f pods/s = %.2f x the raw rate",
+                    jobs, jobs * REPLICAS, seconds, jobs * REPLICAS / seconds, jobs * REPLICAS / seconds / rawRate));
+            long running = 0;
+            while (running < jobs * REPLICAS) {
+                Thread.sleep(2000);
+                running = admin.pods().inNamespace("bench-direct").withField("status.phase", "Running").list().getItems().size();
+            }
+            report.add(String.format("their pods all Running after %.1f s", (System.nanoTime() - start) / 1e9));
+            report.add("control plane CPU for them (until all Running): " + cpuSince(cpuBefore, install.cluster));
+            admin.namespaces().withName("bench-direct").delete();
+            while (!admin.pods().inNamespace("bench-direct").list(new ListOptionsBuilder().withLimit(1L)
+                    .build()).getItems().isEmpty()) {
+                Thread.sleep(2000);
+            }
         }
 
         // 2. The operator: jobs submitted at once, pods and phases watched with informers.
@@ -84,6 +135,7 @@ class ScaleBenchmarkIT {
                     }
                 }))) {
             double cpuBefore = operator.cpuSeconds();
+            Map<String, Double> controlPlaneBefore = install.cluster.cpuSeconds();
             long start = System.nanoTime();
             runAll(jobs, i -> admin.resources(PyTorchTrainingJob.class).inNamespace("bench").resource(job(i)).create());
             double submitted = (System.nanoTime() - start) / 1e9;
@@ -98,6 +150,7 @@ class ScaleBenchmarkIT {
             report.add(String.format("every pod exists after %.1f s (%d pods) = %.0f pods/s = %.2f x the raw rate",
                     allPods, podSeen.size(), operatorRate, operatorRate / rawRate));
             report.add(String.format("every job Running after %.1f s (%d of %d)", allRunning, jobRunning.size(), jobs));
+            report.add("control plane CPU for the jobs (until all Running): " + cpuSince(controlPlaneBefore, install.cluster));
 
             Thread.sleep(10_000); // idle: nothing changes, so nothing should be written
             OperatorWrites writes = OperatorWrites.read(install.cluster);
@@ -122,6 +175,19 @@ class ScaleBenchmarkIT {
         Path out = Path.of("target", "benchmark.txt");
         Files.write(out, report, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         report.forEach(System.out::println);
+    }
+
+    /** Each component's CPU seconds since {@code before}, and their sum. */
+    static String cpuSince(Map<String, Double> before, ControlPlane cluster) {
+        Map<String, Double> now = cluster.cpuSeconds();
+        StringBuilder out = new StringBuilder();
+        double total = 0;
+        for (var entry : now.entrySet()) {
+            double used = entry.getValue() - before.getOrDefault(entry.getKey(), 0.0);
+            total += used;
+            out.append(String.format("%s %.1f s, ", entry.getKey(), used));
+        }
+        return out.append(String.format("total %.1f s", total)).toString();
     }
 
     interface Call {
