@@ -177,7 +177,11 @@ public class PlanExecutor {
             applied.setStatus(status);
             PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(job, applied, context);
         } else {
-            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(job, context, fresh -> {
+            // JOSDK modifies the object it is given on the first attempt: a copy, so that a failed write
+            // leaves the pass's job as the server holds it (an error reported on it must not carry
+            // the status that was never written, or a restart would be counted without its event).
+            J copy = context.getControllerConfiguration().getConfigurationService().getResourceCloner().clone(job);
+            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(copy, context, fresh -> {
                 fresh.setStatus(status);
                 return fresh;
             });

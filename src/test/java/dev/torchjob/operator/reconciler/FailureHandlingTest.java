@@ -157,6 +157,26 @@ class FailureHandlingTest {
         assertEquals(2 + 3, podCreatesSent("/api/v1/namespaces/refused/pods"), "two refused creates, then one per replica");
     }
 
+    @Test
+    void aStatusWriteTheApiServerFailsCountsTheRestartOnceAndStillSaysIt() {
+        OperatorHarness cluster = running(client, "status-refused", "OnFailure", "{backoffLimit: 3}");
+        // The write that would count the restart is refused once (an admission policy, say: neither
+        // JOSDK nor the client retries a 403 in place).
+        server.expect().put().withPath("/apis/batch.tensorstack.dev/v1beta1/namespaces/status-refused/pytorchtrainingjobs/j/status")
+                .andReturn(403, new StatusBuilder().withCode(403).withReason("Forbidden")
+                        .withMessage("denied by the team's admission policy").build()).once();
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.kubelet.exit("j-worker-0", 1);
+        cluster.awaitNewPod("j-worker-0", uid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1 && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && !c.isTrue()));
+        // The failed write must not leave the counted restart behind for the error report to write: the
+        // pass that counts it again is the one that says it.
+        assertEquals(1, cluster.events().stream().filter(e -> "ReplicaRestarted".equals(e.getReason())).count(),
+                "one ReplicaRestarted event for the one counted restart");
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count());
+    }
+
     private int podCreatesSent(String path) throws InterruptedException {
         int count = 0;
         for (var request = server.getKubernetesMockServer().takeRequest(1, TimeUnit.SECONDS); request != null; request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS)) {
