@@ -13,7 +13,7 @@ import io.fabric8.kubernetes.api.model.Service;
 /**
  * What one pass of reconciliation should do, in one job API's shape: the engine's decision
  * rendered by the API's adapter. The executor writes {@code status} first (when it changed),
- * then events and deletes, then creates.
+ * then events and deletes, then creates (a job's first pass may create first: {@link #statusCanFollowCreates()}).
  *
  * @param <S> the API's status type
  */
@@ -42,6 +42,34 @@ public record Plan<S>(
         List<HasMetadata> objectsToApply,
         /** Other objects the job owns that must go. */
         List<HasMetadata> objectsToDelete) {
+
+    /**
+     * The job's first pass when all it does is create: no status was written before, and this pass
+     * counts, deletes and says nothing. Its status then records nothing a later pass needs that the pods
+     * do not show, so it may be written after the creates ({@link #followedBy}), reporting the pods as
+     * created rather than announcing them: one status write fewer per job, and the pods come sooner.
+     */
+    public boolean statusCanFollowCreates() {
+        return !before.planned() && statusChanged && !podsToCreate.isEmpty() && podsToDelete.isEmpty() && servicesToDelete.isEmpty()
+                && objectsToDelete.isEmpty() && events.isEmpty() && restarts.isEmpty() && !deleteJob;
+    }
+
+    /** This plan without its status write (the status is left to a later plan of the same pass). */
+    public Plan<S> withoutStatus() {
+        return new Plan<>(status, false, before, after, decidedAt, servicesToCreate, servicesToDelete, podGroupToCreate, podsToCreate,
+                podsToDelete, events, podsCreated, restarts, recheckAfter, deleteJob, objectsToApply, objectsToDelete);
+    }
+
+    /**
+     * {@code next}, planned from this plan's status once its creates were applied, as one transition from
+     * where this plan started: its status is the one written, and it goes from this plan's {@code before}
+     * (a job's first status is still its first).
+     */
+    public Plan<S> followedBy(Plan<S> next) {
+        return new Plan<>(next.status, true, before, next.after, next.decidedAt, next.servicesToCreate, next.servicesToDelete,
+                next.podGroupToCreate, next.podsToCreate, next.podsToDelete, next.events, next.podsCreated, next.restarts,
+                next.recheckAfter, next.deleteJob, next.objectsToApply, next.objectsToDelete);
+    }
 
     /** A pass that changes nothing: the job is another controller's to run. */
     public static <S> Plan<S> nothing(S status, JobState state, Instant now) {

@@ -2,6 +2,7 @@ package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -125,14 +126,24 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
             createdPods.forget(id);
         }
-        LOG.debugf("%s %s/%s: phase %s, create %d, delete %d, status changed %s", job.getKind(), job.getMetadata().getNamespace(),
-                job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
-                plan.statusChanged());
+        boolean created = !plan.podsToCreate().isEmpty();
         boolean settled = true;
         try {
+            if (plan.statusCanFollowCreates()) {
+                // A first pass that only creates: planned once more from its own status once the pods
+                // exist (the cache holds them now), so the first status written says they were created.
+                executor.apply(job, plan.withoutStatus(), context);
+                J planned = context.getControllerConfiguration().getConfigurationService().getResourceCloner().clone(job);
+                planned.setStatus(plan.status());
+                plan = plan.followedBy(plan(planned, context, clock, restartBackoff, createdPods, queue.admission()));
+            }
+            LOG.debugf("%s %s/%s: phase %s, create %d, delete %d, status changed %s", job.getKind(), job.getMetadata().getNamespace(),
+                    job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
+                    plan.statusChanged());
             executor.apply(job, plan, context);
             if (queue.admission() instanceof QueueAdmission.Admitted && plan.before().queued()) {
-                queue.waitingSince().ifPresent(since -> metrics.admitted(job, Duration.between(since, plan.decidedAt())));
+                Instant decidedAt = plan.decidedAt();
+                queue.waitingSince().ifPresent(since -> metrics.admitted(job, Duration.between(since, decidedAt)));
             } else if (queue.admission() instanceof QueueAdmission.Evicted evicted && !plan.before().queued()
                     && (plan.before().phase() == null || !plan.before().phase().isTerminal())) {
                 metrics.evicted(job, evicted.reason());
@@ -144,7 +155,8 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         } catch (ApplyFailure e) {
             // The condition goes on the status the server holds: the plan's if it was written (never an
             // older one, which would undo a counted restart), else the last one (writing the plan's
-            // status here would count a restart whose event this pass never sent).
+            // status here would count a restart whose event this pass never sent). A first pass whose
+            // creates failed before its status was written counted nothing: its status takes the condition.
             boolean planStatusWritten = plan.statusChanged() && !PlanExecutor.STATUS_STEP.equals(e.reason());
             report(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
             throw e;
@@ -153,7 +165,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
                 .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         UpdateControl<J> control = UpdateControl.noUpdate();
-        Optional<Duration> recheck = plan.podsToCreate().isEmpty() && settled ? plan.recheckAfter()
+        Optional<Duration> recheck = !created && plan.podsToCreate().isEmpty() && settled ? plan.recheckAfter()
                 : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
         recheck.map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d).ifPresent(control::rescheduleAfter);
         return control;

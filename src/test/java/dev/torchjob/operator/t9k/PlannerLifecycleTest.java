@@ -58,6 +58,40 @@ class PlannerLifecycleTest {
     }
 
     @Test
+    void aNewJobsFirstStatusReportsItsPodsAsCreated() {
+        // A first pass that only creates may write its status after the creates (the reconciler plans
+        // again then): the first status a user sees has the pods, and one write per job is saved.
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
+        Plan<PyTorchTrainingJobStatus> first = cluster.plan();
+        assertTrue(first.statusCanFollowCreates());
+        assertFalse(first.withoutStatus().statusChanged());
+        cluster.applyPods(first.withoutStatus());
+
+        cluster.job.setStatus(first.status()); // what the reconciler plans from; the server has no status yet
+        Plan<PyTorchTrainingJobStatus> again = first.followedBy(cluster.plan());
+        assertTrue(again.podsToCreate().isEmpty() && again.servicesToCreate().isEmpty(), "nothing is created twice");
+        assertTrue(again.events().isEmpty(), "nothing is said twice");
+        assertTrue(again.statusChanged());
+        assertFalse(again.before().planned(), "still the job's first status (its metrics count a new job)");
+        assertFalse(again.statusCanFollowCreates());
+        assertEquals(3, again.status().aggregate.pending);
+        assertEquals(0, again.status().aggregate.creating);
+        assertEquals(first.status().startTime, again.status().startTime);
+        cluster.applyStatus(again);
+
+        cluster.exit("demo-worker-0", 137);
+        assertFalse(cluster.plan().statusCanFollowCreates(), "once a status was written, it always goes first");
+    }
+
+    @Test
+    void aFirstPassThatSaysSomethingWritesItsStatusFirst() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS.replace("\nspec:\n", "\nspec:\n  tensorboardSpec: {}\n"));
+        Plan<PyTorchTrainingJobStatus> first = cluster.plan();
+        assertEquals(List.of("TensorBoardNotManaged"), first.events().stream().map(Plan.JobEvent::reason).toList());
+        assertFalse(first.statusCanFollowCreates(), "a warning and the status it explains go out in one pass, status first");
+    }
+
+    @Test
     void jobRunsWhenAllPodsRunAndSucceedsWhenTheMasterSucceeds() {
         InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
         cluster.settle();
