@@ -7,7 +7,9 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -16,6 +18,7 @@ import dev.torchjob.operator.kubeflow.KubeflowSpecValidator;
 import io.fabric8.kubernetes.client.CustomResource;
 import dev.torchjob.operator.t9k.SpecValidator;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
@@ -75,23 +78,37 @@ public final class LocalLauncher {
             return EXIT_FAILED;
         }
         String url = "http://" + apiServer.getHostName() + ":" + apiServer.getPort();
-        System.setProperty("quarkus.kubernetes-client.api-server-url", url);
-        System.setProperty("quarkus.kubernetes-client.namespace", NAMESPACE);
-        System.setProperty("quarkus.kubernetes-client.trust-certs", "true");
-        System.setProperty("torchjob.server-side-apply", "false"); // the embedded mock server has none
-        System.setProperty("torchjob.kubeflow.enabled", "true"); // a PyTorchJob file runs too
-        // A crash loop on a laptop is watched live: a short back-off (still doubling) keeps it readable.
-        System.setProperty("torchjob.restart-backoff.initial", System.getProperty("torchjob.restart-backoff.initial", "1s"));
-        System.setProperty("torchjob.restart-backoff.max", System.getProperty("torchjob.restart-backoff.max", "30s"));
-        System.setProperty("quarkus.http.port", metricsPort);
-        System.setProperty("quarkus.http.host", "127.0.0.1");
-        System.setProperty("quarkus.banner.enabled", "false");
-        // The run's own output is the replicas' and the operator's decisions; logs only for problems.
-        System.setProperty("quarkus.log.level", System.getProperty("quarkus.log.level", "WARN"));
-        System.setProperty("quarkus.log.category.\"dev.torchjob\".level", System.getProperty("quarkus.log.level"));
-        System.setProperty(LocalRun.JOB_FILE_PROPERTY, jobFile.toString());
+        runTimeSettings(url, metricsPort, jobFile).forEach(System::setProperty);
         Quarkus.run(LocalRun.class, args);
         return EXIT_FAILED; // not reached: Quarkus exits with LocalRun's code
+    }
+
+    /**
+     * The system properties a local run sets before it boots the operator. Every one is read at run
+     * time: a setting Quarkus fixes at build time (such as {@code quarkus.kubernetes-client.*}) would be
+     * honoured by the JVM and silently ignored by the native executable (BuildTimeSettingsTest).
+     */
+    public static Map<String, String> runTimeSettings(String apiServerUrl, String metricsPort, Path jobFile) {
+        Map<String, String> settings = new LinkedHashMap<>();
+        // The client's own keys: the embedded API server, never the user's kubeconfig or credentials.
+        settings.put(Config.KUBERNETES_MASTER_SYSTEM_PROPERTY, apiServerUrl);
+        settings.put(Config.KUBERNETES_NAMESPACE_SYSTEM_PROPERTY, NAMESPACE);
+        settings.put(Config.KUBERNETES_AUTH_TRYKUBECONFIG_SYSTEM_PROPERTY, "false");
+        settings.put(Config.KUBERNETES_AUTH_TRYSERVICEACCOUNT_SYSTEM_PROPERTY, "false");
+        settings.put("torchjob.server-side-apply", "false"); // the embedded mock server has none
+        settings.put("torchjob.kubeflow.enabled", "true"); // a PyTorchJob file runs too
+        // A crash loop on a laptop is watched live: a short back-off (still doubling) keeps it readable.
+        settings.put("torchjob.restart-backoff.initial", System.getProperty("torchjob.restart-backoff.initial", "1s"));
+        settings.put("torchjob.restart-backoff.max", System.getProperty("torchjob.restart-backoff.max", "30s"));
+        settings.put("quarkus.http.port", metricsPort);
+        settings.put("quarkus.http.host", "127.0.0.1");
+        settings.put("quarkus.banner.enabled", "false");
+        // The run's own output is the replicas' and the operator's decisions; logs only for problems.
+        String logLevel = System.getProperty("quarkus.log.level", "WARN");
+        settings.put("quarkus.log.level", logLevel);
+        settings.put("quarkus.log.category.\"dev.torchjob\".level", logLevel);
+        settings.put(LocalRun.JOB_FILE_PROPERTY, jobFile.toString());
+        return settings;
     }
 
     /** One line saying why the file is not a job this operator can run, or empty. */

@@ -4,6 +4,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
 
+import jakarta.enterprise.context.Dependent;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
 
@@ -34,14 +35,15 @@ public class OperatorBeans {
     }
 
     /**
-     * The Lease used when leader election is active (profiles listed in
-     * quarkus.operator-sdk.activate-leader-election-for-profiles; the install manifests use "cluster").
+     * The Lease of leader election, or none (null: JOSDK then runs without) unless
+     * {@code torchjob.leader-election.enabled}, read at run time (the install Deployment turns it on).
      */
     @Produces
-    @Singleton
+    @Dependent
     LeaderElectionConfiguration leaderElection(
+            @ConfigProperty(name = "torchjob.leader-election.enabled", defaultValue = "false") boolean enabled,
             @ConfigProperty(name = "torchjob.leader-election.lease-name", defaultValue = "torchjob-operator-leader") String leaseName,
             @ConfigProperty(name = "torchjob.leader-election.lease-namespace") Optional<String> leaseNamespace) {
-        return new LeaderElectionConfiguration(leaseName, leaseNamespace.orElse(null));
+        return enabled ? new LeaderElectionConfiguration(leaseName, leaseNamespace.orElse(null)) : null;
     }
 }

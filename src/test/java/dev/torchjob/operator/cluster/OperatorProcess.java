@@ -14,13 +14,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import dev.torchjob.operator.testing.PackagedOperator;
+
 /**
  * The packaged operator as it runs in a cluster: its production profile plus, normally, the install's
- * "cluster" profile (leader election), authenticated as the install's ServiceAccount with a token
+ * run-time settings (leader election), authenticated as the install's ServiceAccount with a token
  * from the TokenRequest API, so a verb missing from kubernetes/rbac.yaml fails the test.
  */
 public final class OperatorProcess implements AutoCloseable {
-    static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath();
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final Path kubeconfig;
@@ -38,20 +39,18 @@ public final class OperatorProcess implements AutoCloseable {
     }
 
     public OperatorProcess start() throws IOException {
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m"));
+        List<String> vmOptions = new ArrayList<>(List.of("-Xmx512m"));
         // Extra JVM options for the operator, e.g. a flight recording of it under the benchmark.
         String jvmOptions = System.getProperty("torchjob.operator.jvm-options", "").strip();
         if (!jvmOptions.isEmpty()) {
-            command.addAll(List.of(jvmOptions.split("\\s+")));
+            vmOptions.addAll(List.of(jvmOptions.split("\\s+")));
         }
-        settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
-        command.addAll(List.of("-jar", RUNNER.toString()));
+        List<String> command = PackagedOperator.command(vmOptions, settings);
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().put("KUBECONFIG", kubeconfig.toString());
-        // "cluster" is the install Deployment's profile: it turns leader election on.
-        builder.environment().put("QUARKUS_PROFILE", leaderElection ? "prod,cluster" : "prod");
+        // As the install Deployment turns leader election on: a run-time setting, no profile.
+        builder.environment().put("TORCHJOB_LEADER_ELECTION_ENABLED", String.valueOf(leaderElection));
         builder.environment().put("TORCHJOB_LEADER_ELECTION_LEASE_NAMESPACE", "torchjob-system");
         builder.environment().put("QUARKUS_HTTP_PORT", String.valueOf(httpPort));
         builder.environment().put("QUARKUS_HTTP_HOST", "127.0.0.1");

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -20,6 +21,8 @@ import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.testing.PackagedOperator;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -27,7 +30,6 @@ import org.junit.jupiter.api.io.TempDir;
  * replicas (Debian's python3-torch, gloo) as its children.
  */
 class LocalModeIT {
-    static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath();
     static final Path EXAMPLE = Path.of("kubernetes/examples/local").toAbsolutePath();
     static final Duration TIMEOUT = Duration.ofMinutes(3);
 
@@ -65,8 +67,8 @@ class LocalModeIT {
      */
     static ProcessBuilder runner(Path workDir, String... args) {
         List<String> command = new ArrayList<>(List.of("python3", "-c",
-                "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
-                "java", "-jar", RUNNER.toString(), "run"));
+                "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"));
+        command.addAll(PackagedOperator.command(List.of(), Map.of(), "run"));
         command.addAll(List.of(args));
         command.addAll(List.of("--metrics-port", "0"));
         return new ProcessBuilder(command).directory(workDir.toFile());
