@@ -68,20 +68,12 @@ class ScaleBenchmarkIT {
             report.add(String.format("raw pod creates: %d in %.1f s = %.0f pods/s (%d client threads)", jobs * REPLICAS, seconds, rawRate, CLIENT_THREADS));
             // The scheduler and kwok digest these pods before the operator starts, so both phases
             // compete with the same downstream work: binding and starting their own pods only.
-            long running = 0;
-            while (running < jobs * REPLICAS) {
-                Thread.sleep(2000);
-                running = admin.pods().inNamespace("bench-raw").withField("status.phase", "Running").list().getItems().size();
-            }
+            awaitRunningPods(admin, "bench-raw", jobs * REPLICAS);
             report.add(String.format("raw pods all Running after %.1f s", (System.nanoTime() - start) / 1e9));
             report.add("control plane CPU for the raw pods (until all Running): " + cpuSince(cpuBefore, install.cluster));
             // Gone before the operator's turn: pods already on the nodes make every scheduling decision
             // dearer, and the operator's pods must not pay for the raw ones.
-            admin.namespaces().withName("bench-raw").delete();
-            while (!admin.pods().inNamespace("bench-raw").list(new ListOptionsBuilder().withLimit(1L).build())
-                    .getItems().isEmpty()) {
-                Thread.sleep(2000);
-            }
+            deleteWithItsPods(admin, "bench-raw");
         }
 
         // 1b. The same objects the operator makes (each job's Service and pods, as its first pass plans
@@ -109,18 +101,10 @@ class ScaleBenchmarkIT {
             double seconds = (System.nanoTime() - start) / 1e9;
             report.add(String.format("the operator's objects created directly (%d Services, %d pods): %.1f s = %.0f pods/s = %.2f x the raw rate",
                     jobs, jobs * REPLICAS, seconds, jobs * REPLICAS / seconds, jobs * REPLICAS / seconds / rawRate));
-            long running = 0;
-            while (running < jobs * REPLICAS) {
-                Thread.sleep(2000);
-                running = admin.pods().inNamespace("bench-direct").withField("status.phase", "Running").list().getItems().size();
-            }
+            awaitRunningPods(admin, "bench-direct", jobs * REPLICAS);
             report.add(String.format("their pods all Running after %.1f s", (System.nanoTime() - start) / 1e9));
             report.add("control plane CPU for them (until all Running): " + cpuSince(cpuBefore, install.cluster));
-            admin.namespaces().withName("bench-direct").delete();
-            while (!admin.pods().inNamespace("bench-direct").list(new ListOptionsBuilder().withLimit(1L)
-                    .build()).getItems().isEmpty()) {
-                Thread.sleep(2000);
-            }
+            deleteWithItsPods(admin, "bench-direct");
         }
 
         // 2. The operator: jobs submitted at once, pods and phases watched with informers.
@@ -175,6 +159,21 @@ class ScaleBenchmarkIT {
         Path out = Path.of("target", "benchmark.txt");
         Files.write(out, report, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         report.forEach(System.out::println);
+    }
+
+    static void awaitRunningPods(KubernetesClient admin, String namespace, long count) throws InterruptedException {
+        long running = 0;
+        while (running < count) {
+            Thread.sleep(2000);
+            running = admin.pods().inNamespace(namespace).withField("status.phase", "Running").list().getItems().size();
+        }
+    }
+
+    static void deleteWithItsPods(KubernetesClient admin, String namespace) throws InterruptedException {
+        admin.namespaces().withName(namespace).delete();
+        while (!admin.pods().inNamespace(namespace).list(new ListOptionsBuilder().withLimit(1L).build()).getItems().isEmpty()) {
+            Thread.sleep(2000);
+        }
     }
 
     /** Each component's CPU seconds since {@code before}, and their sum. */
