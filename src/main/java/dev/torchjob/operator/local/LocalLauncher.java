@@ -86,7 +86,7 @@ public final class LocalLauncher {
     /**
      * The system properties a local run sets before it boots the operator. Every one is read at run
      * time: a setting Quarkus fixes at build time (such as {@code quarkus.kubernetes-client.*}) would be
-     * honoured by the JVM and silently ignored by the native executable (BuildTimeSettingsTest).
+     * honoured by the JVM and silently ignored by the native executable (RunTimeSettingsTest).
      */
     public static Map<String, String> runTimeSettings(String apiServerUrl, String metricsPort, Path jobFile) {
         Map<String, String> settings = new LinkedHashMap<>();
