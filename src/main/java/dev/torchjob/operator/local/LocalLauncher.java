@@ -67,6 +67,12 @@ public final class LocalLauncher {
             err.println("error: " + jobFile + ": " + problem.get());
             return EXIT_BAD_INPUT;
         }
+        Optional<String> portTaken = OperatorPreflight.portTaken(metricsPort, "127.0.0.1",
+                "Give another with --metrics-port PORT, or --metrics-port 0 for any free one.");
+        if (portTaken.isPresent()) {
+            err.println(portTaken.get());
+            return EXIT_BAD_INPUT;
+        }
 
         KubernetesMockServer apiServer = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
                 new KubernetesCrudDispatcher(List.of()), false);
