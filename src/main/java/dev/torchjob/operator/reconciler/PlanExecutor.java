@@ -180,12 +180,16 @@ public class PlanExecutor {
             // JOSDK modifies the object it is given on the first attempt: a copy, so that a failed write
             // leaves the pass's job as the server holds it (an error reported on it must not carry
             // the status that was never written, or a restart would be counted without its event).
-            J copy = context.getControllerConfiguration().getConfigurationService().getResourceCloner().clone(job);
-            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(copy, context, fresh -> {
+            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(copyOf(job, context), context, fresh -> {
                 fresh.setStatus(status);
                 return fresh;
             });
         }
+    }
+
+    /** A deep copy of the job, made the way JOSDK copies resources. */
+    static <J extends CustomResource<?, ?>> J copyOf(J job, Context<J> context) {
+        return context.getControllerConfiguration().getConfigurationService().getResourceCloner().clone(job);
     }
 
     /** A new object of the job's kind with nothing set: what a server-side apply of the status sends. */
