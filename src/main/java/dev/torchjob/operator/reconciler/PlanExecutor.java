@@ -80,7 +80,11 @@ public class PlanExecutor {
         // so a failing delete or create never loses one (the next pass would not say it again).
         String namespace = job.getMetadata().getNamespace();
         List<Uni<Void>> eventsAndDeletes = new ArrayList<>();
-        plan.events().forEach(event -> eventsAndDeletes.add(call(() -> events.record(job, event))));
+        // The events one after another, in the plan's order (the cause before the outcome): readers
+        // that order by creation (kubectl within one second, the local run) show them as decided.
+        if (!plan.events().isEmpty()) {
+            eventsAndDeletes.add(call(() -> plan.events().forEach(event -> events.record(job, event))));
+        }
         plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
         plan.servicesToDelete().forEach(service -> eventsAndDeletes.add(call(

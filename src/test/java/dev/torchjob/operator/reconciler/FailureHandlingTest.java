@@ -12,6 +12,7 @@ import java.util.stream.Collectors;
 
 import jakarta.inject.Inject;
 
+import io.fabric8.kubernetes.api.model.Event;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -69,6 +70,9 @@ class FailureHandlingTest {
         assertTrue(cluster.condition("j", "ReplicaFailure").isTrue());
         cluster.awaitEvent("ReplicaFailed", "exited with code 1");
         cluster.awaitEvent("Failed", "ReplicaFailedPermanently");
+        // Written in the order decided, so a reader that orders by creation shows the cause first.
+        assertEquals(List.of("PodsCreated", "ReplicaFailed", "Failed"),
+                cluster.events().stream().map(Event::getReason).toList());
     }
 
     @Test
