@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.engine.QueueAdmission;
@@ -60,6 +61,10 @@ public class KueueWorkloads {
     @Inject
     Clock clock;
 
+    /** Off (TORCHJOB_KUEUE_ENABLED=false, an install without Kueue's RBAC): Kueue is never looked for. */
+    @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
+    boolean enabled;
+
     private volatile ApiDiscovery discovery;
     /** Controllers whose Workload informer is running. */
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
@@ -102,6 +107,11 @@ public class KueueWorkloads {
         Optional<String> queue = KueueWorkload.queueOf(job);
         if (queue.isEmpty() || foreign.contains(job.getMetadata().getUid())) {
             return Observed.NOT_QUEUED;
+        }
+        if (!enabled) {
+            return new Observed(new QueueAdmission.Unavailable(queue.get(), "this operator's Kueue integration is switched off "
+                    + "(TORCHJOB_KUEUE_ENABLED=false, Helm value kueue.enabled): ask the platform team to switch it on, or remove the label "
+                    + KueueWorkload.QUEUE_LABEL + " to run the job without a queue."), Optional.empty(), Optional.empty(), queue);
         }
         if (!discovery().installed()) {
             return new Observed(new QueueAdmission.Unavailable(queue.get(), "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is not "
@@ -297,7 +307,7 @@ public class KueueWorkloads {
      */
     public <J extends HasMetadata> List<InformerEventSource<GenericKubernetesResource, J>> atStart(EventSourceContext<J> context,
             String controller, Labels labels) {
-        if (!discovery().installed()) {
+        if (!enabled || !discovery().installed()) {
             return List.of();
         }
         watching.add(controller);

@@ -1,0 +1,91 @@
+{{/* The name of the operator's objects: the release name, unless it already says torchjob-operator. */}}
+{{- define "torchjob.fullname" -}}
+{{- if contains "torchjob-operator" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-torchjob-operator" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels the operator's pods are selected by. */}}
+{{- define "torchjob.selectorLabels" -}}
+app.kubernetes.io/name: torchjob-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "torchjob.labels" -}}
+{{ include "torchjob.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/*
+What the operator does with its jobs, in every namespace it watches (rules of a ClusterRole, or of a
+Role per watched namespace). kubernetes/rbac.yaml and kubernetes/kubeflow/rbac.yaml say the same;
+a test keeps them equal.
+*/}}
+{{- define "torchjob.jobRules" -}}
+# Watch jobs; write only their status (the operator never edits a user's spec).
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["pytorchtrainingjobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["pytorchtrainingjobs/status"]
+  verbs: ["get", "update", "patch"]
+# Pods and Services block their job's foreground deletion (blockOwnerDeletion).
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["pytorchtrainingjobs/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create"{{ if .Values.kubeflow.enabled }}, "delete"{{ end }}]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+# The T9k scheduler's gang (only for jobs with spec.scheduler.t9kScheduler).
+- apiGroups: ["scheduler.tensorstack.dev"]
+  resources: ["podgroups"]
+  verbs: ["get", "create"]
+{{- if .Values.kueue.enabled }}
+# Kueue's Workload protocol (jobs labelled kueue.x-k8s.io/queue-name).
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads/finalizers"]
+  verbs: ["update"]
+{{- end }}
+{{- if .Values.kubeflow.enabled }}
+# kubeflow.org/v1 PyTorchJob; delete: ttlSecondsAfterFinished.
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs"]
+  verbs: ["get", "list", "watch", "delete"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs/finalizers"]
+  verbs: ["update"]
+# Elastic PyTorchJobs with elasticPolicy.metrics: the autoscaler of their workers.
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["get", "list", "watch", "create", "update", "delete"]
+{{- end }}
+{{- end -}}
+
+{{/* Cluster-scoped objects Kueue's admissions and Workloads name: read only. */}}
+{{- define "torchjob.clusterRules" -}}
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["resourceflavors", "workloadpriorityclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["priorityclasses"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
