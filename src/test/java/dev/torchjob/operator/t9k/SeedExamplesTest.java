@@ -33,14 +33,14 @@ class SeedExamplesTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource({
-            "01-basic.yaml,           pytorch-example,       worker, 4, python dist_mnist.py",
-            "02-resources.yaml,       pytorch-resources,     worker, 4, python dist_mnist.py",
-            "03-shared-memory.yaml,   pytorch-shm,           worker, 4, python dist_mnist.py",
-            "04-env.yaml,             pytorch-env,           worker, 4, python dist_mnist.py",
-            "05-torchrun.yaml,        pytorch-torchrun,      worker, 4, torchrun --nnodes=4 --nproc_per_node=1 --max_restarts=10 --rdzv_backend=c10d --rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT) --rdzv_id=job-uid-pytorch-torchrun --role=worker dist_mnist.py",
-            "06-elastic.yaml,         pytorch-elastic,       worker, 7, torchrun --nnodes=4:10 --nproc_per_node=1 --max_restarts=10 --rdzv_backend=c10d --rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT) --rdzv_id=job-uid-pytorch-elastic --role=worker dist_mnist.py",
-            "07-best-practice.yaml,   pytorch-best-practice, worker, 4, python dist_mnist.py",
-            "08-python-module.yaml,   pytorch-module,        worker, 4, python -m training.module",
+            "01-basic.yaml,           pytorch-example,       worker, 4, python train.py",
+            "02-resources.yaml,       pytorch-resources,     worker, 4, python train.py",
+            "03-shared-memory.yaml,   pytorch-shm,           worker, 4, python train.py",
+            "04-env.yaml,             pytorch-env,           worker, 4, python train.py",
+            "05-torchrun.yaml,        pytorch-torchrun,      worker, 4, torchrun --nnodes=4 --nproc_per_node=1 --max_restarts=10 --rdzv_backend=c10d --rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT) --rdzv_id=job-uid-pytorch-torchrun --role=worker train.py",
+            "06-elastic.yaml,         pytorch-elastic,       worker, 7, torchrun --nnodes=4:10 --nproc_per_node=1 --max_restarts=10 --rdzv_backend=c10d --rdzv_endpoint=$(MASTER_ADDR):$(MASTER_PORT) --rdzv_id=job-uid-pytorch-elastic --role=worker train.py",
+            "07-best-practice.yaml,   pytorch-best-practice, worker, 4, python train.py",
+            "08-python-module.yaml,   pytorch-module,        worker, 4, python -m train",
     })
     void yieldsTheExpectedPods(String file, String job, String type, int replicas, String commandLine) throws IOException {
         Plan<PyTorchTrainingJobStatus> plan = firstPlan(Path.of("kubernetes/examples/t9k", file));
