@@ -62,9 +62,10 @@ public final class LocalLauncher {
             err.println("error: no job file given; " + USAGE);
             return EXIT_BAD_INPUT;
         }
-        Optional<String> problem = problemWith(jobFile);
-        if (problem.isPresent()) {
-            err.println("error: " + jobFile + ": " + problem.get());
+        List<String> problems = problemsWith(jobFile);
+        if (!problems.isEmpty()) {
+            Path file = jobFile;
+            problems.forEach(problem -> err.println("error: " + file + ": " + problem));
             return EXIT_BAD_INPUT;
         }
         Optional<String> portTaken = OperatorPreflight.portTaken(metricsPort, "127.0.0.1",
@@ -117,22 +118,35 @@ public final class LocalLauncher {
         return settings;
     }
 
-    /** One line saying why the file is not a job this operator can run, or empty. */
-    static Optional<String> problemWith(Path jobFile) {
+    /**
+     * Why the file is not a job this operator can run, a line per problem; empty when it is. First
+     * what the API server would refuse (strict field validation against the CRD), then the operator's
+     * own checks.
+     */
+    static List<String> problemsWith(Path jobFile) {
         if (!Files.isRegularFile(jobFile)) {
-            return Optional.of("no such file");
+            return List.of("no such file");
+        }
+        try {
+            List<JobFileCheck.Problem> refused = JobFileCheck.problemsWith(Files.readString(jobFile));
+            if (!refused.isEmpty()) {
+                return refused.stream().map(JobFileCheck.Problem::toString).toList();
+            }
+        } catch (IOException e) {
+            return List.of(firstLine(e));
         }
         CustomResource<?, ?> job;
         try {
             job = read(jobFile);
         } catch (IOException | RuntimeException e) {
-            return Optional.of(firstLine(e));
+            return List.of(firstLine(e));
         }
         if (job == null || job.getMetadata() == null || job.getMetadata().getName() == null) {
-            return Optional.of("metadata.name is missing");
+            return List.of("metadata.name is missing");
         }
-        return job instanceof PyTorchJob kubeflow ? KubeflowSpecValidator.problemWith(kubeflow)
+        Optional<String> refused = job instanceof PyTorchJob kubeflow ? KubeflowSpecValidator.problemWith(kubeflow)
                 : SpecValidator.problemWith((PyTorchTrainingJob) job);
+        return refused.stream().toList();
     }
 
     /** The job in the file: a T9k PyTorchTrainingJob or a Kubeflow PyTorchJob. */

@@ -194,10 +194,18 @@ class LocalModeIT {
                     replicas: 2
                     template: {spec: {containers: [{name: pytorch, image: torch, command: [python3]}]}}
                 """);
+        String example = Files.readString(dir.resolve("ddp-job.yaml"));
+        Files.writeString(dir.resolve("misspelled.yaml"), example.replace("backoffLimit", "backofLimit"));
+        Files.writeString(dir.resolve("enum.yaml"), example.replaceFirst("restartPolicy: ExitCode", "restartPolicy: Sometimes"));
+        Files.writeString(dir.resolve("two-jobs.yaml"), example + "---\n" + example);
         record Case(String file, String says) {
         }
-        for (Case c : List.of(new Case("broken.yaml", "error: "), new Case("pod.yaml", "kind Pod (v1) is neither PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) nor PyTorchJob (kubeflow.org/v1)"),
-                new Case("two-masters.yaml", "spec.replicaSpecs[0].replicas must be 1"), new Case("missing.yaml", "no such file"))) {
+        for (Case c : List.of(new Case("broken.yaml", "line 2, column 1: not valid YAML"),
+                new Case("pod.yaml", "kind Pod (v1) is neither PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) nor PyTorchJob (kubeflow.org/v1)"),
+                new Case("two-masters.yaml", "spec.replicaSpecs[0].replicas must be 1"), new Case("missing.yaml", "no such file"),
+                new Case("misspelled.yaml", ": unknown field \"spec.runPolicy.backofLimit\" (did you mean backoffLimit?)"),
+                new Case("enum.yaml", "spec.replicaSpecs[0].restartPolicy: \"Sometimes\" is not one of Always, ExitCode, Never, OnFailure"),
+                new Case("two-jobs.yaml", "the file holds 2 YAML documents"))) {
             Run run = run(dir.resolve(c.file()).toString());
             assertEquals(2, run.exitCode(), c.file());
             List<String> lines = run.err().lines().toList();
