@@ -39,7 +39,7 @@ public final class LocalLauncher {
     static final String NAMESPACE = "default";
     static final List<String> CRD_RESOURCES = List.of("/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml",
             "/crd/pytorchjobs.kubeflow.org-v1.yml");
-    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT]";
+    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT] [--output yaml]";
 
     private LocalLauncher() {
     }
@@ -48,9 +48,16 @@ public final class LocalLauncher {
         PrintStream err = System.err;
         Path jobFile = null;
         String metricsPort = "8080";
+        String output = "summary";
         for (int i = 0; i < args.length; i++) {
             if ("--metrics-port".equals(args[i]) && i + 1 < args.length) {
                 metricsPort = args[++i];
+            } else if (("--output".equals(args[i]) || "-o".equals(args[i])) && i + 1 < args.length) {
+                output = args[++i];
+                if (!output.equals("yaml")) {
+                    err.println("error: --output " + output + " is not known; the only output format is yaml; " + USAGE);
+                    return EXIT_BAD_INPUT;
+                }
             } else if (jobFile == null && !args[i].startsWith("--")) {
                 jobFile = Path.of(args[i]).toAbsolutePath().normalize();
             } else {
@@ -86,6 +93,7 @@ public final class LocalLauncher {
         }
         String url = "http://" + apiServer.getHostName() + ":" + apiServer.getPort();
         runTimeSettings(url, metricsPort, jobFile).forEach(System::setProperty);
+        System.setProperty(LocalRun.OUTPUT_PROPERTY, output);
         Quarkus.run(LocalRun.class, args);
         return EXIT_FAILED; // not reached: Quarkus exits with LocalRun's code
     }

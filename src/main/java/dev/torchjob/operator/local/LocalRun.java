@@ -4,14 +4,23 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.Optional;
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.time.Instant;
 
 import jakarta.inject.Inject;
 
 import org.eclipse.microprofile.config.ConfigProvider;
 
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.kueue.KueueWorkload;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -20,27 +29,49 @@ import io.quarkus.runtime.QuarkusApplication;
 /**
  * The local mode once the operator runs: submits the job to the embedded API server, runs its
  * pods as local processes ({@link LocalNode}), reports what the operator decides, and ends
- * with the job: exit 0 when it Succeeded, 1 when it Failed.
+ * with the job in one summary line: exit 0 when it Succeeded, 1 when it Failed, 130 when interrupted.
  */
 public class LocalRun implements QuarkusApplication {
     static final String JOB_FILE_PROPERTY = "torchjob.local.job-file";
+    /** yaml: the job's whole status after the summary line. */
+    static final String OUTPUT_PROPERTY = "torchjob.local.output";
+    static final int EXIT_INTERRUPTED = 130;
     private static final Duration POLL = Duration.ofMillis(200);
 
     @Inject
     KubernetesClient client;
 
+    /** Set by Ctrl-C or SIGTERM: from then on the API server may go away under the loop. */
+    private volatile boolean interrupted;
+    /** The job ended: a later signal has nothing to interrupt. */
+    private volatile boolean finished;
+    /** The job's last phase seen, for the line an interruption prints. */
+    private volatile JobPhase phase;
+
     @Override
     public int run(String... args) throws Exception {
         PrintStream out = System.out;
-        // Read here, not injected: this bean exists in every mode, the property only in the local one.
+        // Read here, not injected: this bean exists in every mode, the properties only in the local one.
         Path file = Path.of(ConfigProvider.getConfig().getValue(JOB_FILE_PROPERTY, String.class));
+        boolean yaml = "yaml".equals(ConfigProvider.getConfig().getOptionalValue(OUTPUT_PROPERTY, String.class).orElse(""));
         CustomResource<?, ?> job = LocalLauncher.read(file);
         job.getMetadata().setNamespace(LocalLauncher.NAMESPACE);
         String name = job.getMetadata().getName();
 
         LocalNode node = new LocalNode(client, LocalLauncher.NAMESPACE, file.getParent(), out);
-        // Ctrl-C or SIGTERM: no training process may outlive us.
-        Runtime.getRuntime().addShutdownHook(new Thread(node::stopAll, "local-node-shutdown"));
+        // Ctrl-C or SIGTERM: no training process may outlive us. Said here, in the hook: the JVM may halt
+        // before the main loop notices.
+        Instant submitted = Instant.now();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (finished) {
+                return;
+            }
+            interrupted = true;
+            node.stopAll();
+            out.println("[local] interrupted: " + name + " was " + (phase == null ? "not started" : phase)
+                    + " after " + seconds(Duration.between(submitted, Instant.now())) + "; every replica process is stopped");
+            out.flush();
+        }, "local-node-shutdown"));
         node.start();
 
         out.println("[local] embedded API server " + client.getMasterUrl() + "; metrics http://127.0.0.1:"
@@ -49,29 +80,106 @@ public class LocalRun implements QuarkusApplication {
         Class<CustomResource<?, ?>> kind = (Class<CustomResource<?, ?>>) job.getClass();
         client.resources(kind).inNamespace(LocalLauncher.NAMESPACE).resource(job).create();
         out.println("[local] submitted " + job.getKind() + " " + name + " from " + file);
+        whyItWillNotEnd(job).ifPresent(why -> out.println("[local] this job will not end by itself: " + why + ". Ctrl-C stops it."));
 
         Set<String> reported = new HashSet<>();
-        JobPhase phase = null;
-        CustomResource<?, ?> current;
-        while (true) {
-            current = client.resources(kind).inNamespace(LocalLauncher.NAMESPACE).withName(name).get();
+        CustomResource<?, ?> current = job;
+        try {
+            while (true) {
+                current = client.resources(kind).inNamespace(LocalLauncher.NAMESPACE).withName(name).get();
+                reportEvents(reported, out);
+                JobPhase now = phaseOf(current);
+                if (now != null && now != phase) {
+                    out.println("[operator] job " + name + " is " + now);
+                    phase = now;
+                }
+                if (now != null && now.isTerminal()) {
+                    break;
+                }
+                Thread.sleep(POLL.toMillis());
+            }
+            Thread.sleep(POLL.toMillis()); // let the terminal events land
             reportEvents(reported, out);
-            JobPhase now = phaseOf(current);
-            if (now != null && now != phase) {
-                out.println("[operator] job " + name + " is " + now);
-                phase = now;
+        } catch (RuntimeException | InterruptedException e) {
+            if (!interrupted) {
+                throw e;
             }
-            if (now != null && now.isTerminal()) {
-                break;
-            }
-            Thread.sleep(POLL.toMillis());
+            // The shutdown closed the client under the loop: that is the interruption, already said.
+            return EXIT_INTERRUPTED;
         }
-        Thread.sleep(POLL.toMillis()); // let the terminal events land
-        reportEvents(reported, out);
+        finished = true;
         node.stopAll();
-        out.println("[local] final status of " + name + ":");
-        out.print(client.getKubernetesSerialization().asYaml(current.getStatus()).replaceFirst("^---\\n", ""));
+        out.println("[local] " + summary(current, Duration.between(submitted, Instant.now())));
+        if (yaml) {
+            out.println("[local] final status of " + name + ":");
+            out.print(client.getKubernetesSerialization().asYaml(current.getStatus()).replaceFirst("^---\\n", ""));
+        }
         return phase == JobPhase.Succeeded ? LocalLauncher.EXIT_SUCCEEDED : LocalLauncher.EXIT_FAILED;
+    }
+
+    /**
+     * The run in one line: outcome, reason, duration, restarts; for a failure also what failed, whose
+     * last output (the crash context the operator put in the message) follows, indented.
+     */
+    static String summary(CustomResource<?, ?> job, Duration took) {
+        String name = job.getMetadata().getName();
+        JobPhase phase = phaseOf(job);
+        Integer restarts = job.getStatus() instanceof PyTorchJobStatus kubeflow ? kubeflow.backoffCount
+                : job.getStatus() instanceof PyTorchTrainingJobStatus t9k ? t9k.backoffCount : null;
+        int counted = restarts == null ? 0 : restarts;
+        String line = name + " " + phase + " in " + seconds(took) + ", " + counted + (counted == 1 ? " restart" : " restarts");
+        if (phase != JobPhase.Failed) {
+            return line;
+        }
+        Optional<String[]> failed = failedCondition(job);
+        return failed.map(reasonAndMessage -> line + ": " + reasonAndMessage[0] + ": "
+                + reasonAndMessage[1].lines().collect(Collectors.joining("\n    "))).orElse(line);
+    }
+
+    /** The Failed condition's reason and message, in either kind's status. */
+    private static Optional<String[]> failedCondition(CustomResource<?, ?> job) {
+        if (job.getStatus() instanceof PyTorchJobStatus kubeflow) {
+            return kubeflow.conditions.stream().filter(c -> JobCondition.FAILED.equals(c.type) && "True".equals(c.status))
+                    .map(c -> new String[] { c.reason, String.valueOf(c.message) }).findFirst();
+        }
+        if (job.getStatus() instanceof PyTorchTrainingJobStatus t9k) {
+            return t9k.conditions.stream().filter(c -> JobCondition.FAILED.equals(c.type) && c.isTrue())
+                    .map(c -> new String[] { c.reason, String.valueOf(c.message) }).findFirst();
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * Why the job cannot end in a local run, if it cannot: it runs until edited, or waits for something
+     * a cluster has and the local mode does not.
+     */
+    static Optional<String> whyItWillNotEnd(CustomResource<?, ?> job) {
+        if (KueueWorkload.queueOf(job).isPresent()) {
+            return Optional.of("it waits for Kueue to admit it (label " + KueueWorkload.QUEUE_LABEL + "), and the local mode has no Kueue");
+        }
+        if (job instanceof PyTorchJob kubeflow) {
+            boolean suspended = kubeflow.getSpec() != null && kubeflow.getSpec().runPolicy != null
+                    && Boolean.TRUE.equals(kubeflow.getSpec().runPolicy.suspend);
+            return suspended ? Optional.of("it is suspended (spec.runPolicy.suspend); no replica runs until it is resumed") : Optional.empty();
+        }
+        PyTorchTrainingJobSpec spec = ((PyTorchTrainingJob) job).getSpec();
+        if (spec == null) {
+            return Optional.empty();
+        }
+        if (spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.isOn()) {
+            return Optional.of("it is paused (spec.runMode.pause); no replica runs until it is resumed");
+        }
+        if (spec.runMode != null && spec.runMode.debug != null && spec.runMode.debug.isOn()) {
+            return Optional.of("it runs in debug mode (spec.runMode.debug): the replicas run their debug command, not the training");
+        }
+        if (spec.scheduler != null && spec.scheduler.t9kScheduler != null) {
+            return Optional.of("it waits for the T9k scheduler (spec.scheduler.t9kScheduler), and the local mode has none");
+        }
+        return Optional.empty();
+    }
+
+    private static String seconds(Duration took) {
+        return String.format(java.util.Locale.ROOT, "%.1f s", took.toMillis() / 1000.0);
     }
 
     /** The phase either kind's status keeps (T9k's own field; this operator's beside Kubeflow's). */
@@ -80,13 +188,15 @@ public class LocalRun implements QuarkusApplication {
             return null;
         }
         return job.getStatus() instanceof PyTorchJobStatus kubeflow ? kubeflow.phase
-                : ((dev.torchjob.operator.api.PyTorchTrainingJobStatus) job.getStatus()).phase;
+                : ((PyTorchTrainingJobStatus) job.getStatus()).phase;
     }
 
     private void reportEvents(Set<String> reported, PrintStream out) {
         for (Event event : client.v1().events().inNamespace(LocalLauncher.NAMESPACE).list().getItems()) {
             if (reported.add(event.getMetadata().getName())) {
-                out.println("[operator] " + event.getType() + " " + event.getReason() + ": " + event.getMessage());
+                // A message's later lines (a replica's last output) indented under it, as in the summary.
+                out.println("[operator] " + event.getType() + " " + event.getReason() + ": "
+                        + String.valueOf(event.getMessage()).lines().collect(Collectors.joining("\n    ")));
             }
         }
     }

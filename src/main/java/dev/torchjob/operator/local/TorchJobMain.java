@@ -26,9 +26,10 @@ public class TorchJobMain {
             usage:
               torchjob-operator                        the operator, against the cluster of your kubeconfig
                                                        (KUBECONFIG, else ~/.kube/config) or, in a pod, its ServiceAccount
-              torchjob-operator run JOB.yaml [--metrics-port PORT]
+              torchjob-operator run JOB.yaml [--metrics-port PORT] [--output yaml]
                                                        one job on this machine, no cluster needed: the operator,
-                                                       an embedded API server, replicas as local processes
+                                                       an embedded API server, replicas as local processes;
+                                                       ends with a one-line summary (--output yaml: the whole status)
               torchjob-operator --help | -h | help     this text
               torchjob-operator --version              the version
 

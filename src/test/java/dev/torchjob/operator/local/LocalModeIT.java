@@ -2,7 +2,6 @@ package dev.torchjob.operator.local;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -95,7 +94,8 @@ class LocalModeIT {
         assertTrue(Double.parseDouble(loss.group(2)) < Double.parseDouble(loss.group(1)), "loss decreased");
         assertTrue(Double.parseDouble(loss.group(3)) >= 0.95, "accuracy " + loss.group(3));
         assertTrue(Files.size(dir.resolve("model.pt")) > 0, "rank 0 saved the model");
-        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+        assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-local Succeeded in [0-9.]+ s, 0 restarts$").matcher(run.out()).find(), run.out());
+        assertFalse(run.out().contains("phase: "), "the whole status only with --output yaml");
         assertTrue(run.out().contains("metrics http://127.0.0.1:"), run.out());
     }
 
@@ -105,13 +105,12 @@ class LocalModeIT {
         Run run = run(job.toString());
         assertEquals(0, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().contains("ReplicaRestarted: Restarting pod ddp-local-worker-0 (container pytorch) exited with code 137"), run.out());
-        assertTrue(run.out().contains("backoffCount: 1"), run.out());
-        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+        assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-local Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
     }
 
     @Test
     void theKubeflowVersionOfTheExampleTrainsWithKubeflowsEnvironmentAndSucceeds() throws Exception {
-        Run run = run(dir.resolve("ddp-pytorchjob.yaml").toString());
+        Run run = run(dir.resolve("ddp-pytorchjob.yaml").toString(), "--output", "yaml");
         assertEquals(0, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().contains("[local] submitted PyTorchJob ddp-kubeflow"), run.out());
         assertTrue(run.out().contains("[ddp-kubeflow-master-0] all-reduce check: rank 0 of 2 got 3, expected 3"), run.out());
@@ -132,8 +131,7 @@ class LocalModeIT {
         assertEquals(0, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().contains("[ddp-kubeflow-worker-0] exited with code 3; the node restarts it in place"), run.out());
         assertTrue(run.out().contains("ReplicaRestarted: pod ddp-kubeflow-worker-0 (container pytorch) exited with code 3 (Error) and was restarted in place (restart 1 of backoffLimit 3)"), run.out());
-        assertTrue(run.out().contains("backoffCount: 1"), run.out());
-        assertTrue(run.out().contains("phase: \"Succeeded\""), run.out());
+        assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-kubeflow Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
     }
 
     @Test
@@ -144,9 +142,10 @@ class LocalModeIT {
         assertTrue(run.out().contains("pod ddp-local-worker-0 (container pytorch) exited with code 1"), run.out());
         // The replica's last words are in the operator's own report, not only in the process's output.
         assertTrue(java.util.regex.Pattern.compile("Warning ReplicaFailed: pod ddp-local-worker-0 \\(container pytorch\\) exited with code 1 "
-                + "\\(Error\\)[^\n]*; last output:\n(.*\n)*?rank 1: exiting with code 1 as asked").matcher(run.out()).find(), run.out());
-        assertTrue(run.out().contains("phase: \"Failed\""), run.out());
-        assertTrue(run.out().contains("ReplicaFailedPermanently"), run.out());
+                + "\\(Error\\)[^\n]*; last output:\n(.*\n)*? *rank 1: exiting with code 1 as asked").matcher(run.out()).find(), run.out());
+        // One summary line with the outcome, its reason and the crash, the replica's last words indented below it.
+        assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-local Failed in [0-9.]+ s, 0 restarts: ReplicaFailedPermanently: pod ddp-local-worker-0 "
+                + "\\(container pytorch\\) exited with code 1 \\(Error\\)[^\n]*last output:\n    rank 1: exiting with code 1 as asked$").matcher(run.out()).find(), run.out());
     }
 
     @Test
@@ -166,12 +165,38 @@ class LocalModeIT {
 
         new ProcessBuilder("kill", "-INT", Long.toString(process.pid())).start().waitFor();
         assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the runner exits on Ctrl-C");
-        assertNotEquals(0, process.exitValue());
+        assertEquals(130, process.exitValue());
+        String said = Files.readString(out);
+        assertTrue(said.contains("[local] interrupted: ddp-local was Running after "), said);
+        assertFalse(said.contains("\tat ") || said.contains("Exception"), "no stack trace: " + said);
         Instant gone = Instant.now().plus(Duration.ofSeconds(5));
         while (!trainingProcesses(marker).isEmpty() && Instant.now().isBefore(gone)) {
             Thread.sleep(100);
         }
         assertEquals(List.of(), trainingProcesses(marker), "no training process outlives the runner");
+    }
+
+    @Test
+    void aPausedJobSaysItWillNotEndAndCtrlCEndsItWithOneLine() throws Exception {
+        String yaml = Files.readString(dir.resolve("ddp-job.yaml")).replaceFirst("(?m)^spec:\n", "spec:\n  runMode: {pause: {enabled: true}}\n");
+        Files.writeString(dir.resolve("paused.yaml"), yaml);
+        Path out = dir.resolve("paused.log");
+        Process process = runner(dir, dir.resolve("paused.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
+        while (!Files.readString(out).contains("is Paused") && Instant.now().isBefore(deadline) && process.isAlive()) {
+            Thread.sleep(200);
+        }
+        String before = Files.readString(out);
+        assertTrue(before.contains("[local] this job will not end by itself: it is paused (spec.runMode.pause); no replica runs until it is resumed."
+                + " Ctrl-C stops it."), before);
+        assertTrue(before.contains("[operator] job ddp-local is Paused"), before);
+
+        new ProcessBuilder("kill", "-INT", Long.toString(process.pid())).start().waitFor();
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the runner exits on Ctrl-C");
+        assertEquals(130, process.exitValue());
+        String after = Files.readString(out).substring(before.length());
+        assertTrue(Pattern.compile("^\\[local\\] interrupted: ddp-local was Paused after [0-9.]+ s; every replica process is stopped\n$")
+                .matcher(after).matches(), "one line, no stack trace: " + after);
     }
 
     static List<ProcessHandle> trainingProcesses(String marker) {
