@@ -39,7 +39,7 @@ public final class LocalLauncher {
     static final String NAMESPACE = "default";
     static final List<String> CRD_RESOURCES = List.of("/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml",
             "/crd/pytorchjobs.kubeflow.org-v1.yml");
-    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT] [--output yaml]";
+    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run]";
 
     private LocalLauncher() {
     }
@@ -49,9 +49,12 @@ public final class LocalLauncher {
         Path jobFile = null;
         String metricsPort = "8080";
         String output = "summary";
+        boolean dryRun = false;
         for (int i = 0; i < args.length; i++) {
             if ("--metrics-port".equals(args[i]) && i + 1 < args.length) {
                 metricsPort = args[++i];
+            } else if ("--dry-run".equals(args[i])) {
+                dryRun = true;
             } else if (("--output".equals(args[i]) || "-o".equals(args[i])) && i + 1 < args.length) {
                 output = args[++i];
                 if (!output.equals("yaml")) {
@@ -74,6 +77,22 @@ public final class LocalLauncher {
             Path file = jobFile;
             problems.forEach(problem -> err.println("error: " + file + ": " + problem));
             return EXIT_BAD_INPUT;
+        }
+        if (dryRun) {
+            try {
+                CustomResource<?, ?> job = read(jobFile);
+                // What the cluster would fill in: the placeholder shows where the job's uid goes (torchrun's rendezvous id).
+                job.getMetadata().setUid("<uid>");
+                job.getMetadata().setGeneration(1L);
+                if (job.getMetadata().getNamespace() == null) {
+                    job.getMetadata().setNamespace(NAMESPACE);
+                }
+                System.out.print(DryRun.describe(job, java.time.Instant.now()));
+                return EXIT_SUCCEEDED;
+            } catch (IOException | RuntimeException e) {
+                err.println("error: " + jobFile + ": " + firstLine(e));
+                return EXIT_BAD_INPUT;
+            }
         }
         Optional<String> portTaken = OperatorPreflight.portTaken(metricsPort, "127.0.0.1",
                 "Give another with --metrics-port PORT, or --metrics-port 0 for any free one.");

@@ -26,10 +26,11 @@ public class TorchJobMain {
             usage:
               torchjob-operator                        the operator, against the cluster of your kubeconfig
                                                        (KUBECONFIG, else ~/.kube/config) or, in a pod, its ServiceAccount
-              torchjob-operator run JOB.yaml [--metrics-port PORT] [--output yaml]
+              torchjob-operator run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run]
                                                        one job on this machine, no cluster needed: the operator,
                                                        an embedded API server, replicas as local processes;
-                                                       ends with a one-line summary (--output yaml: the whole status)
+                                                       ends with a one-line summary (--output yaml: the whole status);
+                                                       --dry-run: only the pods, commands and env it would create
               torchjob-operator --help | -h | help     this text
               torchjob-operator --version              the version
 

@@ -75,6 +75,16 @@ class CommandLineIT {
     }
 
     @Test
+    void dryRunPrintsWhatWouldBeCreatedAndStartsNothing() throws Exception {
+        Result dryRun = start(Map.of(), "run", Path.of("kubernetes/examples/local/ddp-job.yaml").toAbsolutePath().toString(), "--dry-run");
+        assertEquals(0, dryRun.exitCode(), dryRun.err());
+        assertTrue(dryRun.out().startsWith("PyTorchTrainingJob ddp-local: 2 pods, Service ddp-local (headless)\n"), dryRun.out());
+        assertTrue(dryRun.out().contains("  command: python3 train.py\n") && dryRun.out().contains("  env RANK=1\n"), dryRun.out());
+        assertFalse(dryRun.out().contains("[local]") || dryRun.out().contains("[operator]"), "nothing started: " + dryRun.out());
+        assertTrue(dryRun.took().compareTo(QUICKLY) < 0, "took " + dryRun.took());
+    }
+
+    @Test
     void versionPrintsTheVersion() throws Exception {
         Result version = start(Map.of(), "--version");
         assertEquals(0, version.exitCode());

@@ -1,0 +1,97 @@
+package dev.torchjob.operator.local;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.engine.TrainingContainer;
+import dev.torchjob.operator.kubeflow.KubeflowPlanner;
+import dev.torchjob.operator.t9k.T9kPlanner;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.client.CustomResource;
+
+/**
+ * {@code run --dry-run}: what the operator would create for the job in a cluster — its Services and
+ * pods, each training container's command line and environment — from the operator's own first
+ * decision, with nothing started.
+ */
+final class DryRun {
+    private static final Pattern PLAIN = Pattern.compile("[A-Za-z0-9_./:=@%+,-]+");
+
+    private DryRun() {
+    }
+
+    static String describe(CustomResource<?, ?> job, Instant now) {
+        Plan<?> plan = job instanceof PyTorchJob kubeflow
+                ? KubeflowPlanner.plan(kubeflow, List.of(), Set.of(), now, Map.of(), RestartBackoff.NONE)
+                : T9kPlanner.plan((PyTorchTrainingJob) job, List.of(), false, now);
+        StringBuilder out = new StringBuilder();
+        String name = job.getMetadata().getName();
+        out.append(job.getKind()).append(' ').append(name).append(": ").append(plan.podsToCreate().size())
+                .append(plan.podsToCreate().size() == 1 ? " pod" : " pods");
+        List<String> services = plan.servicesToCreate().stream().map(DryRun::service).toList();
+        if (!services.isEmpty()) {
+            out.append(", ").append(String.join(", ", services));
+        }
+        out.append('\n');
+        plan.events().forEach(event -> out.append("  ").append(event.type()).append(' ').append(event.reason()).append(": ")
+                .append(event.message().lines().collect(Collectors.joining("\n    "))).append('\n'));
+        for (Pod pod : plan.podsToCreate()) {
+            Container training = TrainingContainer.of(pod);
+            out.append("pod ").append(pod.getMetadata().getName()).append(" (container ").append(training.getName())
+                    .append(", image ").append(training.getImage()).append(")\n");
+            List<String> commandLine = new ArrayList<>();
+            if (training.getCommand() != null) {
+                commandLine.addAll(training.getCommand());
+            }
+            if (training.getArgs() != null) {
+                commandLine.addAll(training.getArgs());
+            }
+            out.append("  command: ").append(commandLine.isEmpty() ? "(the image's entrypoint)"
+                    : commandLine.stream().map(DryRun::quoted).collect(Collectors.joining(" "))).append('\n');
+            for (EnvVar env : training.getEnv() == null ? List.<EnvVar> of() : training.getEnv()) {
+                out.append("  env ").append(env.getName()).append('=')
+                        .append(env.getValueFrom() == null ? quoted(String.valueOf(env.getValue())) : "(" + source(env) + ")").append('\n');
+            }
+        }
+        return out.toString();
+    }
+
+    private static String service(Service service) {
+        return "Service " + service.getMetadata().getName()
+                + ("None".equals(service.getSpec().getClusterIP()) ? " (headless)" : "");
+    }
+
+    private static String source(EnvVar env) {
+        var from = env.getValueFrom();
+        if (from.getSecretKeyRef() != null) {
+            return "key " + from.getSecretKeyRef().getKey() + " of Secret " + from.getSecretKeyRef().getName();
+        }
+        if (from.getConfigMapKeyRef() != null) {
+            return "key " + from.getConfigMapKeyRef().getKey() + " of ConfigMap " + from.getConfigMapKeyRef().getName();
+        }
+        if (from.getFieldRef() != null) {
+            return "field " + from.getFieldRef().getFieldPath();
+        }
+        if (from.getResourceFieldRef() != null) {
+            return "resource " + from.getResourceFieldRef().getResource();
+        }
+        return "set by the cluster";
+    }
+
+    /** As a shell would need it: plain words as they are, others in single quotes. */
+    static String quoted(String word) {
+        return PLAIN.matcher(word).matches() ? word : "'" + word.replace("'", "'\\''") + "'";
+    }
+}
