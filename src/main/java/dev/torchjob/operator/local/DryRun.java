@@ -32,10 +32,15 @@ final class DryRun {
     private DryRun() {
     }
 
-    static String describe(CustomResource<?, ?> job, Instant now) {
-        Plan<?> plan = job instanceof PyTorchJob kubeflow
+    /** The operator's first decision for the job, as a cluster with none of its objects yet would get it. */
+    static Plan<?> firstPlan(CustomResource<?, ?> job, Instant now) {
+        return job instanceof PyTorchJob kubeflow
                 ? KubeflowPlanner.plan(kubeflow, List.of(), Set.of(), now, Map.of(), RestartBackoff.NONE)
                 : T9kPlanner.plan((PyTorchTrainingJob) job, List.of(), false, now);
+    }
+
+    static String describe(CustomResource<?, ?> job, Instant now) {
+        Plan<?> plan = firstPlan(job, now);
         StringBuilder out = new StringBuilder();
         String name = job.getMetadata().getName();
         out.append(job.getKind()).append(' ').append(name).append(": ").append(plan.podsToCreate().size())

@@ -78,21 +78,27 @@ public final class LocalLauncher {
             problems.forEach(problem -> err.println("error: " + file + ": " + problem));
             return EXIT_BAD_INPUT;
         }
+        CustomResource<?, ?> submitted;
+        try {
+            submitted = read(jobFile);
+        } catch (IOException | RuntimeException e) {
+            err.println("error: " + jobFile + ": " + firstLine(e));
+            return EXIT_BAD_INPUT;
+        }
+        // What the cluster would fill in: the placeholder shows where the job's uid goes (torchrun's rendezvous id).
+        submitted.getMetadata().setUid("<uid>");
+        submitted.getMetadata().setGeneration(1L);
+        submitted.getMetadata().setNamespace(NAMESPACE);
         if (dryRun) {
-            try {
-                CustomResource<?, ?> job = read(jobFile);
-                // What the cluster would fill in: the placeholder shows where the job's uid goes (torchrun's rendezvous id).
-                job.getMetadata().setUid("<uid>");
-                job.getMetadata().setGeneration(1L);
-                if (job.getMetadata().getNamespace() == null) {
-                    job.getMetadata().setNamespace(NAMESPACE);
-                }
-                System.out.print(DryRun.describe(job, java.time.Instant.now()));
-                return EXIT_SUCCEEDED;
-            } catch (IOException | RuntimeException e) {
-                err.println("error: " + jobFile + ": " + firstLine(e));
-                return EXIT_BAD_INPUT;
-            }
+            System.out.print(DryRun.describe(submitted, java.time.Instant.now()));
+            return EXIT_SUCCEEDED;
+        }
+        // Never a run that hangs: a torchrun this machine cannot start ends it here, with the reason.
+        Optional<String> torchrun = TorchrunOnOneHost.cannotRun(DryRun.firstPlan(submitted, java.time.Instant.now()).podsToCreate(),
+                jobFile.getParent());
+        if (torchrun.isPresent()) {
+            err.println("error: " + jobFile + ": " + torchrun.get());
+            return EXIT_BAD_INPUT;
         }
         Optional<String> portTaken = OperatorPreflight.portTaken(metricsPort, "127.0.0.1",
                 "Give another with --metrics-port PORT, or --metrics-port 0 for any free one.");

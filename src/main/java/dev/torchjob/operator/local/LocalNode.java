@@ -122,12 +122,11 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         String podName = pod.getMetadata().getName();
         Container container = TrainingContainer.of(pod);
         Map<String, String> env = environment(container.getEnv(), jobOf(pod), podName);
-        List<String> argv = new ArrayList<>();
-        if (container.getCommand() != null) {
-            container.getCommand().forEach(word -> argv.add(expand(word, env)));
-        }
-        if (container.getArgs() != null) {
-            container.getArgs().forEach(word -> argv.add(expand(word, env)));
+        List<String> argv = argvWords(container).stream().map(word -> expand(word, env)).toList();
+        if (TorchrunOnOneHost.launches(argv)) {
+            Map<String, String> clusterEnv = clusterEnvironment(container.getEnv());
+            List<String> clusterArgv = argvWords(container).stream().map(word -> expand(word, clusterEnv)).toList();
+            argv = TorchrunOnOneHost.adapted(argv, clusterArgv, clusterEnv, podName);
         }
         if (argv.isEmpty()) {
             out.println("[" + podName + "] no command: images are not run locally, give the container a command");
@@ -221,6 +220,28 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         } catch (IOException e) {
             // the process is gone
         }
+    }
+
+    private static List<String> argvWords(Container container) {
+        List<String> words = new ArrayList<>();
+        if (container.getCommand() != null) {
+            words.addAll(container.getCommand());
+        }
+        if (container.getArgs() != null) {
+            words.addAll(container.getArgs());
+        }
+        return words;
+    }
+
+    /** The container's env as a cluster would give it: the job's names unmapped, valueFrom left out. */
+    private static Map<String, String> clusterEnvironment(List<EnvVar> vars) {
+        Map<String, String> env = new LinkedHashMap<>();
+        for (EnvVar var : vars == null ? List.<EnvVar> of() : vars) {
+            if (var.getValueFrom() == null) {
+                env.put(var.getName(), expand(var.getValue() == null ? "" : var.getValue(), env));
+            }
+        }
+        return env;
     }
 
     /**

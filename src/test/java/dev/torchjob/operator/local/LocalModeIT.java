@@ -199,6 +199,82 @@ class LocalModeIT {
                 .matcher(after).matches(), "one line, no stack trace: " + after);
     }
 
+    /** A torchrun job of two workers, the example's script, and a torchrun of the test's on the PATH. */
+    Run runTorchrunJob(String standInTorchrun) throws Exception {
+        Path bin = Files.createDirectories(dir.resolve("bin"));
+        Path torchrun = bin.resolve("torchrun");
+        Files.writeString(torchrun, standInTorchrun);
+        assertTrue(torchrun.toFile().setExecutable(true));
+        Files.writeString(dir.resolve("torchrun-job.yaml"), """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: ddp-torchrun}
+                spec:
+                  torchrunConfig: {enabled: true, maxRestarts: 0, procPerNode: "1"}
+                  replicaSpecs:
+                  - type: worker
+                    replicas: 2
+                    restartPolicy: Never
+                    template:
+                      spec:
+                        containers:
+                        - name: pytorch
+                          image: torchjob-examples:0.1.0
+                          command: [python3]
+                          args: [train.py]
+                          env: [{name: EPOCHS, value: "2"}]
+                """);
+        Path out = dir.resolve("torchrun-out.log");
+        Path err = dir.resolve("torchrun-err.log");
+        ProcessBuilder builder = runner(dir, dir.resolve("torchrun-job.yaml").toString()).redirectOutput(out.toFile()).redirectError(err.toFile());
+        builder.environment().put("PATH", bin + java.io.File.pathSeparator + System.getenv("PATH"));
+        Instant start = Instant.now();
+        Process process = builder.start();
+        assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
+        return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
+    }
+
+    @Test
+    void aTorchrunJobRunsWithOnlyTheFirstReplicaHostingTheRendezvous() throws Exception {
+        // Stands in for a torchrun that works (Debian's does not): checks what it is given, then runs the
+        // script as its one worker process with the pod's rank, as torchrun with one process per node would.
+        Run run = runTorchrunJob("""
+                #!/usr/bin/env python3
+                import os, sys
+                args = sys.argv[1:]
+                if "--standalone" in args:  # the local mode checking that torchrun starts at all
+                    os.execvp(sys.executable, [sys.executable, args[-1]])
+                options = [a for a in args if a.startswith("--")]
+                endpoint = next(a for a in options if a.startswith("--rdzv_endpoint="))
+                conf = next(a for a in options if a.startswith("--rdzv_conf="))
+                print("stand-in torchrun:", endpoint, conf, flush=True)
+                if endpoint != "--rdzv_endpoint=127.0.0.1:" + os.environ["MASTER_PORT"]:
+                    sys.exit("endpoint not local: " + endpoint)
+                os.execvp(sys.executable, [sys.executable] + [a for a in args if not a.startswith("--")])
+                """);
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("[ddp-torchrun-worker-0] stand-in torchrun: --rdzv_endpoint=127.0.0.1:23456 --rdzv_conf=is_host=true\n"), run.out());
+        assertTrue(run.out().contains("[ddp-torchrun-worker-1] stand-in torchrun: --rdzv_endpoint=127.0.0.1:23456 --rdzv_conf=is_host=false\n"), run.out());
+        assertTrue(run.out().contains("[ddp-torchrun-worker-1] all-reduce check: rank 1 of 2 got 3, expected 3"), run.out());
+        assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-torchrun Succeeded in [0-9.]+ s, 0 restarts$").matcher(run.out()).find(), run.out());
+    }
+
+    @Test
+    void aTorchrunThatCannotStartEndsTheRunAtOnceWithTheReason() throws Exception {
+        Run run = runTorchrunJob("""
+                #!/usr/bin/env python3
+                import sys
+                print("AttributeError: 'NoneType' object has no attribute 'get'")
+                sys.exit(1)
+                """);
+        assertEquals(2, run.exitCode(), run.out() + run.err());
+        assertEquals(1, run.err().lines().count(), run.err());
+        assertTrue(run.err().contains("the job's replicas start with torchrun, and this machine's torchrun does not work: it exits with code 1"
+                + " on a one-process job: AttributeError: 'NoneType' object has no attribute 'get'"), run.err());
+        assertTrue(run.took().compareTo(Duration.ofSeconds(20)) < 0, "at once: " + run.took());
+        assertFalse(run.out().contains("[operator]"), "nothing started: " + run.out());
+    }
+
     static List<ProcessHandle> trainingProcesses(String marker) {
         return ProcessHandle.allProcesses()
                 .filter(p -> p.info().arguments().map(a -> List.of(a).contains(marker)).orElse(false))
