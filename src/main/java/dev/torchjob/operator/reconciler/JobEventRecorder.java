@@ -35,7 +35,8 @@ public class JobEventRecorder {
         String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
         Event object = new EventBuilder()
                 .withNewMetadata()
-                .withName(job.getMetadata().getName() + "." + Long.toHexString(System.nanoTime()) + sequence.incrementAndGet())
+                // Separated: "<time>" + "<sequence>" alone could spell another event's name (1a2b+12 = 1a2b1+2).
+                .withName(job.getMetadata().getName() + "." + Long.toHexString(System.nanoTime()) + "." + sequence.incrementAndGet())
                 .withNamespace(job.getMetadata().getNamespace())
                 .endMetadata()
                 .withNewInvolvedObject()
