@@ -1,7 +1,6 @@
 package dev.torchjob.operator.local;
 
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -56,13 +55,7 @@ final class DryRun {
             Container training = TrainingContainer.of(pod);
             out.append("pod ").append(pod.getMetadata().getName()).append(" (container ").append(training.getName())
                     .append(", image ").append(training.getImage()).append(")\n");
-            List<String> commandLine = new ArrayList<>();
-            if (training.getCommand() != null) {
-                commandLine.addAll(training.getCommand());
-            }
-            if (training.getArgs() != null) {
-                commandLine.addAll(training.getArgs());
-            }
+            List<String> commandLine = LocalNode.commandLine(training);
             out.append("  command: ").append(commandLine.isEmpty() ? "(the image's entrypoint)"
                     : commandLine.stream().map(DryRun::quoted).collect(Collectors.joining(" "))).append('\n');
             for (EnvVar env : training.getEnv() == null ? List.<EnvVar> of() : training.getEnv()) {

@@ -122,10 +122,10 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         String podName = pod.getMetadata().getName();
         Container container = TrainingContainer.of(pod);
         Map<String, String> env = environment(container.getEnv(), jobOf(pod), podName);
-        List<String> argv = argvWords(container).stream().map(word -> expand(word, env)).toList();
+        List<String> argv = commandLine(container).stream().map(word -> expand(word, env)).toList();
         if (TorchrunOnOneHost.launches(argv)) {
             Map<String, String> clusterEnv = clusterEnvironment(container.getEnv());
-            List<String> clusterArgv = argvWords(container).stream().map(word -> expand(word, clusterEnv)).toList();
+            List<String> clusterArgv = commandLine(container).stream().map(word -> expand(word, clusterEnv)).toList();
             argv = TorchrunOnOneHost.adapted(argv, clusterArgv, clusterEnv, podName);
         }
         if (argv.isEmpty()) {
@@ -222,7 +222,8 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
     }
 
-    private static List<String> argvWords(Container container) {
+    /** What a container runs: its command, then its args, as written (before $(VAR) expansion). */
+    static List<String> commandLine(Container container) {
         List<String> words = new ArrayList<>();
         if (container.getCommand() != null) {
             words.addAll(container.getCommand());

@@ -11,7 +11,6 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import dev.torchjob.operator.engine.TrainingContainer;
-import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
@@ -91,43 +90,55 @@ final class TorchrunOnOneHost {
      * launches with torchrun needs nothing; otherwise torchrun must start a one-process job.
      */
     static Optional<String> cannotRun(List<Pod> pods, Path workDirectory) {
+        return cannotRun(pods, workDirectory, PROBE_TIMEOUT);
+    }
+
+    static Optional<String> cannotRun(List<Pod> pods, Path workDirectory, Duration timeout) {
         Optional<List<String>> torchrun = pods.stream().map(TorchrunOnOneHost::commandLine).filter(TorchrunOnOneHost::launches).findFirst();
         if (torchrun.isEmpty()) {
             return Optional.empty();
         }
         List<String> argv = torchrun.get();
-        Optional<String> program = Optional.of(argv.get(0));
+        String program = argv.get(0);
         List<String> launcher = new ArrayList<>(argv.subList(0, launcherWords(argv)));
         Path probe = null;
+        Path output = null;
         try {
             probe = Files.createTempFile("torchrun-probe", ".py");
+            output = Files.createTempFile("torchrun-probe", ".log");
             Files.writeString(probe, "print('" + PROBE_SAYS + "')\n");
             launcher.addAll(List.of("--standalone", "--nnodes=1", "--nproc_per_node=1", probe.toString()));
-            Process process = new ProcessBuilder(launcher).directory(workDirectory.toFile()).redirectErrorStream(true).start();
-            process.getOutputStream().close();
-            byte[] output = process.getInputStream().readAllBytes(); // ends when the process does
-            if (!process.waitFor(PROBE_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+            // Its output to a file: a torchrun that hangs must not hang the check with it.
+            Process process = new ProcessBuilder(launcher).directory(workDirectory.toFile()).redirectErrorStream(true)
+                    .redirectOutput(output.toFile()).start();
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
                 process.destroyForcibly();
-                return Optional.of(because(program.get(), "it did not finish a one-process job within " + PROBE_TIMEOUT.toSeconds() + " s"));
+                return Optional.of(because(program, "it did not finish a one-process job within " + timeout.toSeconds() + " s"));
             }
-            String said = new String(output);
+            String said = Files.readString(output);
             if (process.exitValue() == 0 && said.contains(PROBE_SAYS)) {
                 return Optional.empty();
             }
             String lastLine = said.lines().filter(l -> !l.isBlank()).reduce((a, b) -> b).orElse("no output").trim();
-            return Optional.of(because(program.get(), "it exits with code " + process.exitValue() + " on a one-process job: " + lastLine));
+            return Optional.of(because(program, "it exits with code " + process.exitValue() + " on a one-process job: " + lastLine));
         } catch (IOException e) {
-            return Optional.of(because(program.get(), "it cannot be started: " + e.getMessage()));
+            return Optional.of(because(program, "it cannot be started: " + e.getMessage()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return Optional.of(because(program.get(), "the check was interrupted"));
+            return Optional.of(because(program, "the check was interrupted"));
         } finally {
-            if (probe != null) {
-                try {
-                    Files.deleteIfExists(probe);
-                } catch (IOException ignored) {
-                    // a temporary file left behind is harmless
-                }
+            deleteQuietly(probe);
+            deleteQuietly(output);
+        }
+    }
+
+    private static void deleteQuietly(Path file) {
+        if (file != null) {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException ignored) {
+                // a temporary file left behind is harmless
             }
         }
     }
@@ -140,14 +151,6 @@ final class TorchrunOnOneHost {
     }
 
     private static List<String> commandLine(Pod pod) {
-        Container training = TrainingContainer.of(pod);
-        List<String> argv = new ArrayList<>();
-        if (training.getCommand() != null) {
-            argv.addAll(training.getCommand());
-        }
-        if (training.getArgs() != null) {
-            argv.addAll(training.getArgs());
-        }
-        return argv;
+        return LocalNode.commandLine(TrainingContainer.of(pod));
     }
 }

@@ -4,10 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 
 /** Which replica hosts torchrun's rendezvous when every replica is 127.0.0.1: the one the endpoint names. */
 class TorchrunOnOneHostTest {
@@ -32,6 +41,21 @@ class TorchrunOnOneHostTest {
         List<String> kubeflow = List.of("torchrun", "train.py");
         assertEquals(List.of("torchrun", "--rdzv_conf=join_timeout=300,is_host=true", "train.py"), TorchrunOnOneHost.adapted(kubeflow, kubeflow,
                 Map.of("PET_RDZV_ENDPOINT", "j-worker-0:29400", "PET_RDZV_CONF", "join_timeout=300"), "j-worker-0"));
+    }
+
+    @Test
+    void aTorchrunThatHangsIsGivenUpOnAfterTheTimeout(@TempDir Path dir) throws Exception {
+        Path hanging = dir.resolve("torchrun");
+        Files.writeString(hanging, "#!/bin/sh\necho starting\nsleep 600\n");
+        assertTrue(hanging.toFile().setExecutable(true));
+        Pod pod = new PodBuilder().withNewMetadata().withName("j-worker-0").endMetadata().withNewSpec()
+                .addNewContainer().withName("pytorch").withCommand(hanging.toString()).withArgs("train.py").endContainer().endSpec().build();
+        Instant start = Instant.now();
+        Optional<String> refused = TorchrunOnOneHost.cannotRun(List.of(pod), dir, Duration.ofSeconds(2));
+        assertTrue(Duration.between(start, Instant.now()).compareTo(Duration.ofSeconds(10)) < 0, "never a check that hangs");
+        assertTrue(refused.orElseThrow().contains("did not finish a one-process job within 2 s"), refused.toString());
+        assertEquals(Optional.empty(), TorchrunOnOneHost.cannotRun(List.of(new PodBuilder(pod).editSpec().editFirstContainer()
+                .withCommand("python3").endContainer().endSpec().build()), dir, Duration.ofSeconds(2)), "no torchrun, nothing to check");
     }
 
     @Test
