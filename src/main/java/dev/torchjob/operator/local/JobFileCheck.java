@@ -58,6 +58,7 @@ final class JobFileCheck {
     private final Map<String, JsonLocation> names = new HashMap<>();
     private final Map<String, JsonLocation> values = new HashMap<>();
     private final List<Problem> problems = new ArrayList<>();
+    private final List<Problem> duplicates = new ArrayList<>();
 
     private JobFileCheck() {
     }
@@ -80,6 +81,9 @@ final class JobFileCheck {
             return List.of(new Problem(0, 0, "the file holds " + documents.size() + " YAML documents ("
                     + documents.stream().map(d -> d.path("kind").asText("?")).collect(Collectors.joining(", "))
                     + "); the local mode runs one job: put each in its own file"));
+        }
+        if (!check.duplicates.isEmpty()) {
+            return List.copyOf(check.duplicates);
         }
         JsonNode job = documents.get(0);
         if (!job.isObject()) {
@@ -149,6 +153,11 @@ final class JobFileCheck {
             while (parser.nextToken() == JsonToken.FIELD_NAME) {
                 String name = parser.currentName();
                 String fieldPath = path.isEmpty() ? name : path + "." + name;
+                if (object.has(name)) {
+                    // YAML parsers keep the last; the API server's strict validation refuses the file.
+                    duplicates.add(new Problem(parser.currentTokenLocation().getLineNr(), parser.currentTokenLocation().getColumnNr(),
+                            "duplicate field \"" + fieldPath + "\""));
+                }
                 names.put(fieldPath, parser.currentTokenLocation());
                 parser.nextToken();
                 object.set(name, value(parser, fieldPath));

@@ -72,19 +72,13 @@ public final class LocalLauncher {
             err.println("error: no job file given; " + USAGE);
             return EXIT_BAD_INPUT;
         }
-        List<String> problems = problemsWith(jobFile);
-        if (!problems.isEmpty()) {
+        CheckedFile checked = check(jobFile);
+        if (!checked.problems().isEmpty()) {
             Path file = jobFile;
-            problems.forEach(problem -> err.println("error: " + file + ": " + problem));
+            checked.problems().forEach(problem -> err.println("error: " + file + ": " + problem));
             return EXIT_BAD_INPUT;
         }
-        CustomResource<?, ?> submitted;
-        try {
-            submitted = read(jobFile);
-        } catch (IOException | RuntimeException e) {
-            err.println("error: " + jobFile + ": " + firstLine(e));
-            return EXIT_BAD_INPUT;
-        }
+        CustomResource<?, ?> submitted = checked.job();
         // What the cluster would fill in: the placeholder shows where the job's uid goes (torchrun's rendezvous id).
         submitted.getMetadata().setUid("<uid>");
         submitted.getMetadata().setGeneration(1L);
@@ -151,40 +145,46 @@ public final class LocalLauncher {
         return settings;
     }
 
-    /**
-     * Why the file is not a job this operator can run, a line per problem; empty when it is. First
-     * what the API server would refuse (strict field validation against the CRD), then the operator's
-     * own checks.
-     */
-    static List<String> problemsWith(Path jobFile) {
-        if (!Files.isRegularFile(jobFile)) {
-            return List.of("no such file");
+    /** The job in a file, or why the file is not a job this operator can run (a line per problem). */
+    record CheckedFile(CustomResource<?, ?> job, List<String> problems) {
+        static CheckedFile refused(List<String> problems) {
+            return new CheckedFile(null, problems);
         }
-        try {
-            List<JobFileCheck.Problem> refused = JobFileCheck.problemsWith(Files.readString(jobFile));
-            if (!refused.isEmpty()) {
-                return refused.stream().map(JobFileCheck.Problem::toString).toList();
-            }
-        } catch (IOException e) {
-            return List.of(firstLine(e));
+    }
+
+    /**
+     * Reads and checks the job file once: first what the API server would refuse (strict field
+     * validation against the CRD), then the operator's own checks.
+     */
+    static CheckedFile check(Path jobFile) {
+        if (!Files.isRegularFile(jobFile)) {
+            return CheckedFile.refused(List.of("no such file"));
         }
         CustomResource<?, ?> job;
         try {
-            job = read(jobFile);
+            String text = Files.readString(jobFile);
+            List<JobFileCheck.Problem> refused = JobFileCheck.problemsWith(text);
+            if (!refused.isEmpty()) {
+                return CheckedFile.refused(refused.stream().map(JobFileCheck.Problem::toString).toList());
+            }
+            job = parse(text);
         } catch (IOException | RuntimeException e) {
-            return List.of(firstLine(e));
+            return CheckedFile.refused(List.of(firstLine(e)));
         }
         if (job == null || job.getMetadata() == null || job.getMetadata().getName() == null) {
-            return List.of("metadata.name is missing");
+            return CheckedFile.refused(List.of("metadata.name is missing"));
         }
         Optional<String> refused = job instanceof PyTorchJob kubeflow ? KubeflowSpecValidator.problemWith(kubeflow)
                 : SpecValidator.problemWith((PyTorchTrainingJob) job);
-        return refused.stream().toList();
+        return new CheckedFile(job, refused.stream().toList());
     }
 
     /** The job in the file: a T9k PyTorchTrainingJob or a Kubeflow PyTorchJob. */
     static CustomResource<?, ?> read(Path jobFile) throws IOException {
-        String text = Files.readString(jobFile);
+        return parse(Files.readString(jobFile));
+    }
+
+    private static CustomResource<?, ?> parse(String text) {
         KubernetesSerialization serialization = new KubernetesSerialization();
         GenericKubernetesResource object = serialization.unmarshal(text, GenericKubernetesResource.class);
         if (object == null) {

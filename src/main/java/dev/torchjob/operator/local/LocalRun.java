@@ -16,11 +16,14 @@ import org.eclipse.microprofile.config.ConfigProvider;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.kubeflow.KubeflowModel;
 import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.t9k.T9kModel;
+import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -131,20 +134,22 @@ public class LocalRun implements QuarkusApplication {
         if (phase != JobPhase.Failed) {
             return line;
         }
-        Optional<String[]> failed = failedCondition(job);
-        return failed.map(reasonAndMessage -> line + ": " + reasonAndMessage[0] + ": "
-                + reasonAndMessage[1].lines().collect(Collectors.joining("\n    "))).orElse(line);
+        return failure(job).map(failed -> line + ": " + failed.reason() + ": "
+                + failed.message().lines().collect(Collectors.joining("\n    "))).orElse(line);
+    }
+
+    private record Failure(String reason, String message) {
     }
 
     /** The Failed condition's reason and message, in either kind's status. */
-    private static Optional<String[]> failedCondition(CustomResource<?, ?> job) {
+    private static Optional<Failure> failure(CustomResource<?, ?> job) {
         if (job.getStatus() instanceof PyTorchJobStatus kubeflow) {
             return kubeflow.conditions.stream().filter(c -> JobCondition.FAILED.equals(c.type) && "True".equals(c.status))
-                    .map(c -> new String[] { c.reason, String.valueOf(c.message) }).findFirst();
+                    .map(c -> new Failure(c.reason, String.valueOf(c.message))).findFirst();
         }
         if (job.getStatus() instanceof PyTorchTrainingJobStatus t9k) {
             return t9k.conditions.stream().filter(c -> JobCondition.FAILED.equals(c.type) && c.isTrue())
-                    .map(c -> new String[] { c.reason, String.valueOf(c.message) }).findFirst();
+                    .map(c -> new Failure(c.reason, String.valueOf(c.message))).findFirst();
         }
         return Optional.empty();
     }
@@ -157,22 +162,17 @@ public class LocalRun implements QuarkusApplication {
         if (KueueWorkload.queueOf(job).isPresent()) {
             return Optional.of("it waits for Kueue to admit it (label " + KueueWorkload.QUEUE_LABEL + "), and the local mode has no Kueue");
         }
-        if (job instanceof PyTorchJob kubeflow) {
-            boolean suspended = kubeflow.getSpec() != null && kubeflow.getSpec().runPolicy != null
-                    && Boolean.TRUE.equals(kubeflow.getSpec().runPolicy.suspend);
-            return suspended ? Optional.of("it is suspended (spec.runPolicy.suspend); no replica runs until it is resumed") : Optional.empty();
+        // The engine's own reading of the job: what pauses or debugs it is decided in one place.
+        TrainingJob.RunMode runMode = (job instanceof PyTorchJob kubeflow ? KubeflowModel.job(kubeflow)
+                : T9kModel.job((PyTorchTrainingJob) job)).runMode();
+        String field = job instanceof PyTorchJob ? "spec.runPolicy.suspend" : "spec.runMode.pause";
+        if (runMode == TrainingJob.RunMode.PAUSE) {
+            return Optional.of("it is paused (" + field + "); no replica runs until it is resumed");
         }
-        PyTorchTrainingJobSpec spec = ((PyTorchTrainingJob) job).getSpec();
-        if (spec == null) {
-            return Optional.empty();
-        }
-        if (spec.runMode != null && spec.runMode.pause != null && spec.runMode.pause.isOn()) {
-            return Optional.of("it is paused (spec.runMode.pause); no replica runs until it is resumed");
-        }
-        if (spec.runMode != null && spec.runMode.debug != null && spec.runMode.debug.isOn()) {
+        if (runMode == TrainingJob.RunMode.DEBUG) {
             return Optional.of("it runs in debug mode (spec.runMode.debug): the replicas run their debug command, not the training");
         }
-        if (spec.scheduler != null && spec.scheduler.t9kScheduler != null) {
+        if (job instanceof PyTorchTrainingJob t9k && T9kPlanner.usesT9kScheduler(t9k)) {
             return Optional.of("it waits for the T9k scheduler (spec.scheduler.t9kScheduler), and the local mode has none");
         }
         return Optional.empty();

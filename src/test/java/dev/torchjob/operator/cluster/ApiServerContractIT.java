@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.install.HelmChart;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
@@ -83,6 +84,28 @@ class ApiServerContractIT {
         assertTrue(result.err().contains(expected), fixture + ": expected «" + expected + "» in: " + result.err());
         assertTrue(admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).list().getItems().isEmpty());
         admin.namespaces().withName(namespace).delete();
+    }
+
+    @Test
+    void theHelmChartWithEveryValueSetIsAcceptedByTheRealApiServer() throws IOException {
+        // Every value of the test's values file but the Prometheus Operator's objects, whose CRDs this control
+        // plane lacks. A server-side dry run: schema, RBAC and CRD checks, nothing kept but the namespaces it names.
+        for (String namespace : List.of("team-a", "team-b", "monitoring")) {
+            kubectl.run("create", "namespace", namespace); // already there on a second run: fine
+        }
+        String rendered = HelmChart.renderText(Path.of("src/test/resources/helm/everything-on.yaml"), Map.of(
+                "metrics.serviceMonitor.enabled", false, "metrics.prometheusRule.enabled", false));
+        Path chart = install.cluster.work.resolve("chart-rendered.yaml");
+        Files.writeString(chart, rendered);
+        Kubectl.Result result = kubectl.run("apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",
+                "--field-manager=helm-check", "-f", chart.toString());
+        assertEquals(0, result.exitCode(), result.out() + result.err());
+        assertEquals("", result.err().trim(), "no warning");
+        for (String object : List.of("deployment.apps/torchjob-operator", "role.rbac.authorization.k8s.io/torchjob-operator",
+                "clusterrole.rbac.authorization.k8s.io/torchjob-operator-cluster-reads",
+                "customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubeflow.org", "configmap/torchjob-operator-dashboard")) {
+            assertTrue(result.out().contains(object + " serverside-applied (server dry run)"), object + ": " + result.out());
+        }
     }
 
     @Test

@@ -78,6 +78,12 @@ class JobFileCheckTest {
     }
 
     @Test
+    void aFieldGivenTwiceIsRefusedAsTheApiServerWould() {
+        assertEquals(List.of("line 8, column 3: duplicate field \"spec.runPolicy\""),
+                problems(T9K.replace("  replicaSpecs:", "  runPolicy: {backoffLimit: 5}\n  replicaSpecs:")));
+    }
+
+    @Test
     void severalDocumentsAreRefusedAsAWhole() {
         assertEquals(List.of("the file holds 2 YAML documents (PyTorchTrainingJob, PyTorchTrainingJob); the local mode runs one job:"
                 + " put each in its own file"), problems(T9K + "---\n" + T9K));
