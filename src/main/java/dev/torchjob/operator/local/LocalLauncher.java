@@ -140,7 +140,9 @@ public final class LocalLauncher {
         // The run's own output is the replicas' and the operator's decisions; logs only for problems.
         String logLevel = System.getProperty("quarkus.log.level", "WARN");
         settings.put("quarkus.log.level", logLevel);
-        settings.put("quarkus.log.category.\"dev.torchjob\".level", logLevel);
+        // The operator's own category may be turned up alone (DEBUG: each pass, each event recorded and printed).
+        String operatorCategory = "quarkus.log.category.\"dev.torchjob\".level";
+        settings.put(operatorCategory, System.getProperty(operatorCategory, logLevel));
         settings.put(LocalRun.JOB_FILE_PROPERTY, jobFile.toString());
         return settings;
     }

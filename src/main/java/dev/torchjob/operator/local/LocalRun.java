@@ -12,6 +12,7 @@ import java.time.Instant;
 import jakarta.inject.Inject;
 
 import org.eclipse.microprofile.config.ConfigProvider;
+import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.JobCondition;
@@ -40,6 +41,7 @@ public class LocalRun implements QuarkusApplication {
     static final String OUTPUT_PROPERTY = "torchjob.local.output";
     static final int EXIT_INTERRUPTED = 130;
     private static final Duration POLL = Duration.ofMillis(200);
+    private static final Logger LOG = Logger.getLogger(LocalRun.class);
 
     @Inject
     KubernetesClient client;
@@ -194,6 +196,9 @@ public class LocalRun implements QuarkusApplication {
     private void reportEvents(Set<String> reported, PrintStream out) {
         for (Event event : client.v1().events().inNamespace(LocalLauncher.NAMESPACE).list().getItems()) {
             if (reported.add(event.getMetadata().getName())) {
+                // Which object each line is: a line seen twice is then two events, or one printed twice.
+                LOG.debugf("event %s (uid %s, resourceVersion %s)", event.getMetadata().getName(), event.getMetadata().getUid(),
+                        event.getMetadata().getResourceVersion());
                 // A message's later lines (a replica's last output) indented under it, as in the summary.
                 out.println("[operator] " + event.getType() + " " + event.getReason() + ": "
                         + String.valueOf(event.getMessage()).lines().collect(Collectors.joining("\n    ")));

@@ -58,6 +58,8 @@ public class JobEventRecorder {
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
             try {
                 client.v1().events().resource(object).create();
+                LOG.debugf("recorded event %s: %s on %s %s", object.getMetadata().getName(), event.reason(), job.getKind(),
+                        job.getMetadata().getName());
                 return;
             } catch (KubernetesClientException e) {
                 if (attempt == ATTEMPTS) {

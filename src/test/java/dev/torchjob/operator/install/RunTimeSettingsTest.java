@@ -4,139 +4,115 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.net.URL;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-
 import dev.torchjob.operator.local.LocalLauncher;
+import dev.torchjob.operator.testing.PackagedOperator;
+import dev.torchjob.operator.testing.QuarkusSettings;
 
 /**
  * Nothing the operator is given at run time may be a setting Quarkus fixes at build time: the JVM
  * honours such a value silently (no warning), the native executable keeps the build's and ignores
- * it. Which settings are fixed comes from the extensions themselves (each ships its configuration
- * model, with every property's phase, in META-INF/quarkus-config-doc).
+ * it ({@link QuarkusSettings}). Looked at: what the code sets or reads, what the local mode passes,
+ * the install manifests, the Helm chart, the container files and the docs; the tests that start the
+ * packaged application are held to it by {@link PackagedOperator#start}.
  */
 class RunTimeSettingsTest {
-    private static final List<QuarkusSetting> QUARKUS = quarkusSettings();
     private static final Pattern ENV_NAME = Pattern.compile("\\bQUARKUS_[A-Z0-9_]+\\b");
     private static final Pattern SYSTEM_PROPERTY = Pattern.compile("-D(quarkus\\.[A-Za-z0-9.\"_-]+)=");
-
-    /** One property of an extension's configuration roots; a quoted segment ("categories") stands for any key. */
-    record QuarkusSetting(String property, String phase, Pattern asProperty, Pattern asEnvironmentVariable) {
-        static QuarkusSetting of(String property, String phase) {
-            StringBuilder asProperty = new StringBuilder();
-            StringBuilder asEnv = new StringBuilder();
-            boolean key = false;
-            for (String part : property.split("(?=\")|(?<=\")")) {
-                if (part.equals("\"")) {
-                    key = !key;
-                    continue;
-                }
-                asProperty.append(key ? "(?:\"[^\"]+\"|[^.]+)" : Pattern.quote(part));
-                asEnv.append(key ? "[A-Z0-9_]+" : Pattern.quote(part.toUpperCase().replaceAll("[^A-Z0-9]", "_")));
-            }
-            return new QuarkusSetting(property, phase, Pattern.compile(asProperty.toString()), Pattern.compile(asEnv.toString()));
-        }
-
-        boolean fixedAtBuildTime() {
-            return !"RUN_TIME".equals(phase);
-        }
-    }
-
-    static List<QuarkusSetting> quarkusSettings() {
-        List<QuarkusSetting> settings = new ArrayList<>();
-        ObjectMapper json = new ObjectMapper();
-        try {
-            for (URL model : Collections.list(RunTimeSettingsTest.class.getClassLoader()
-                    .getResources("META-INF/quarkus-config-doc/quarkus-config-model.json"))) {
-                try (InputStream in = model.openStream()) {
-                    json.readTree(in).path("configRoots").forEach(root -> collect(root.path("items"), settings));
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return settings;
-    }
-
-    private static void collect(JsonNode items, List<QuarkusSetting> into) {
-        for (JsonNode item : items) {
-            if (item.has("items")) {
-                collect(item.path("items"), into); // a section
-            } else if (item.path("path").has("property")) {
-                into.add(QuarkusSetting.of(item.path("path").path("property").asText(), item.path("phase").asText()));
-            }
-        }
-    }
-
-    static Optional<QuarkusSetting> fixedProperty(String property) {
-        return QUARKUS.stream().filter(s -> s.asProperty().matcher(property).matches()).filter(QuarkusSetting::fixedAtBuildTime).findFirst();
-    }
-
-    static Optional<QuarkusSetting> fixedEnvironmentVariable(String name) {
-        return QUARKUS.stream().filter(s -> s.asEnvironmentVariable().matcher(name).matches()).filter(QuarkusSetting::fixedAtBuildTime)
-                .findFirst();
-    }
+    /** A string literal naming a Quarkus setting in Java source, with its escaped quotes. */
+    private static final Pattern SETTING_LITERAL = Pattern.compile("\"(quarkus\\.(?:[^\"\\\\]|\\\\.)*)\"");
 
     @Test
     void theExtensionsSayWhichSettingsAreFixed() {
         // Without this the other tests would pass on an empty model.
-        assertEquals("quarkus.kubernetes-client.api-server-url", fixedProperty("quarkus.kubernetes-client.api-server-url")
+        assertEquals("quarkus.kubernetes-client.api-server-url", QuarkusSettings.fixedProperty("quarkus.kubernetes-client.api-server-url")
                 .orElseThrow().property());
-        assertTrue(fixedEnvironmentVariable("QUARKUS_KUBERNETES_CLIENT_NAMESPACE").isPresent());
-        assertTrue(fixedProperty("quarkus.log.category.\"io.fabric8\".min-level").isPresent());
-        assertTrue(fixedProperty("quarkus.http.port").isEmpty());
-        assertTrue(fixedProperty("quarkus.log.category.\"dev.torchjob\".level").isEmpty());
-        assertTrue(fixedEnvironmentVariable("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES").isEmpty());
+        assertTrue(QuarkusSettings.fixedEnvironmentVariable("QUARKUS_KUBERNETES_CLIENT_NAMESPACE").isPresent());
+        assertTrue(QuarkusSettings.fixedProperty("quarkus.log.category.\"io.fabric8\".min-level").isPresent());
+        assertTrue(QuarkusSettings.fixedProperty("quarkus.http.port").isEmpty());
+        assertTrue(QuarkusSettings.fixedProperty("quarkus.log.category.\"dev.torchjob\".level").isEmpty());
+        assertTrue(QuarkusSettings.fixedEnvironmentVariable("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES").isEmpty());
     }
 
     @Test
     void theLocalModeSetsOnlyRunTimeSettings() {
         Map<String, String> fixed = new TreeMap<>();
         LocalLauncher.runTimeSettings("http://127.0.0.1:1", "0", Path.of("job.yaml")).keySet()
-                .forEach(property -> fixedProperty(property).ifPresent(s -> fixed.put(property, s.phase())));
+                .forEach(property -> QuarkusSettings.fixedProperty(property).ifPresent(s -> fixed.put(property, s.phase())));
         assertEquals(Map.of(), fixed);
     }
 
     @Test
-    void theInstallManifestsSetOnlyRunTimeSettings() throws IOException {
-        assertEquals(Map.of(), fixedIn(Path.of("kubernetes"), ".yaml", false));
+    void theCodeNamesOnlyRunTimeSettings() throws IOException {
+        // Set or read at run time, a fixed one would mean something else natively.
+        Map<String, String> fixed = new TreeMap<>();
+        try (Stream<Path> files = Files.walk(Path.of("src/main/java"))) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+                Matcher literal = SETTING_LITERAL.matcher(Files.readString(file));
+                while (literal.find()) {
+                    String property = literal.group(1).replace("\\\"", "\"");
+                    QuarkusSettings.fixedProperty(property).ifPresent(s -> fixed.put(file + ": " + property, s.phase()));
+                }
+            }
+        }
+        assertEquals(Map.of(), fixed);
+    }
+
+    @Test
+    void theInstallManifestsTheChartAndTheContainerFilesSetOnlyRunTimeSettings() throws IOException {
+        Map<String, String> fixed = new TreeMap<>(fixedIn(Path.of("kubernetes"), true));
+        fixed.putAll(fixedIn(Path.of("native"), true));
+        assertEquals(Map.of(), fixed);
     }
 
     @Test
     void theDocsDocumentOnlyRunTimeSettings() throws IOException {
-        Map<String, String> fixed = new TreeMap<>(fixedIn(Path.of("docs"), ".md", true));
-        fixed.putAll(fixedIn(Path.of("native"), ".md", true));
-        fixed.putAll(fixedIn(Path.of("README.md"), ".md", true));
+        Map<String, String> fixed = new TreeMap<>(fixedIn(Path.of("docs"), false));
+        fixed.putAll(fixedIn(Path.of("README.md"), false));
         assertEquals(Map.of(), fixed);
     }
 
+    @Test
+    void aPackagedRunGivenABuildTimeSettingIsRefusedBeforeItStarts() {
+        Map<String, String> clean = Map.of("KUBECONFIG", "/k", "QUARKUS_HTTP_PORT", "0", "TORCHJOB_LEADER_ELECTION_ENABLED", "true");
+        List<String> runTime = List.of("java", "-Dkubernetes.master=http://127.0.0.1:1", "-Dquarkus.http.host=127.0.0.1", "-jar", "a.jar");
+        assertEquals(Optional.empty(), PackagedOperator.buildTimeSetting(runTime, clean));
+
+        assertEquals(Optional.of("-Dquarkus.kubernetes-client.namespace=x sets quarkus.kubernetes-client.namespace, fixed at build time"
+                + " (BUILD_AND_RUN_TIME_FIXED): only the JVM would honour it"),
+                PackagedOperator.buildTimeSetting(List.of("java", "-Dquarkus.kubernetes-client.namespace=x"), clean));
+        assertTrue(PackagedOperator.buildTimeSetting(List.of("java"), Map.of("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL", "http://x"))
+                .orElseThrow().startsWith("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL sets quarkus.kubernetes-client.api-server-url"));
+        assertTrue(PackagedOperator.buildTimeSetting(List.of("java"), Map.of("QUARKUS_PROFILE", "prod,cluster"))
+                .orElseThrow().contains("switches the profile"));
+        assertTrue(PackagedOperator.buildTimeSetting(List.of("java", "-Dquarkus.profile=cluster"), Map.of())
+                .orElseThrow().contains("switches the profile"));
+    }
+
     /**
-     * Environment variables ({@code QUARKUS_…}) and, in docs, {@code -Dquarkus.…} properties given to
-     * the operator, by file: those Quarkus fixes at build time. A Maven command line is a build: its
-     * {@code -D} properties are build settings and not looked at, nor is the docs' line that lists
-     * what is "fixed at build time:".
+     * Environment variables ({@code QUARKUS_…}) and {@code -Dquarkus.…} properties given to the
+     * operator, by file: those Quarkus fixes at build time, and, where {@code profiles} says so, a
+     * run-time profile in what ships (manifests, chart, container files; not their READMEs). A Maven command line is a build: its {@code -D}
+     * properties are build settings and not looked at, nor is the docs' line that lists what is
+     * "fixed at build time:".
      */
-    private static Map<String, String> fixedIn(Path where, String suffix, boolean systemProperties) throws IOException {
+    private static Map<String, String> fixedIn(Path where, boolean profiles) throws IOException {
         Map<String, String> fixed = new TreeMap<>();
         try (Stream<Path> files = Files.walk(where)) {
-            for (Path file : files.filter(f -> f.toString().endsWith(suffix)).toList()) {
+            for (Path file : files.filter(Files::isRegularFile).filter(RunTimeSettingsTest::isText).toList()) {
+                // What is deployed or built into an image; a README may say why a profile is not used.
+                boolean noProfile = profiles && !file.toString().endsWith(".md");
                 for (String line : Files.readAllLines(file)) {
                     if (line.contains("fixed at build time:")) {
                         continue; // the docs' own list of what never to set at run time
@@ -144,16 +120,29 @@ class RunTimeSettingsTest {
                     Matcher env = ENV_NAME.matcher(line);
                     while (env.find()) {
                         String name = env.group();
-                        fixedEnvironmentVariable(name).ifPresent(s -> fixed.put(file + ": " + name, s.phase()));
+                        if (noProfile && name.equals(QuarkusSettings.PROFILE_VARIABLE)) {
+                            fixed.put(file + ": " + name, "a run-time profile");
+                        }
+                        QuarkusSettings.fixedEnvironmentVariable(name).ifPresent(s -> fixed.put(file + ": " + name, s.phase()));
                     }
                     Matcher property = SYSTEM_PROPERTY.matcher(line);
-                    while (systemProperties && !line.contains("mvn") && property.find()) {
+                    while (!line.contains("mvn") && property.find()) {
                         String name = property.group(1);
-                        fixedProperty(name).ifPresent(s -> fixed.put(file + ": -D" + name, s.phase()));
+                        if (noProfile && name.equals(QuarkusSettings.PROFILE_PROPERTY)) {
+                            fixed.put(file + ": -D" + name, "a run-time profile");
+                        }
+                        QuarkusSettings.fixedProperty(name).ifPresent(s -> fixed.put(file + ": -D" + name, s.phase()));
                     }
                 }
             }
         }
         return fixed;
+    }
+
+    /** Manifests, chart templates and values, container files, docs: what a user or a cluster reads. */
+    private static boolean isText(Path file) {
+        String name = file.getFileName().toString();
+        return name.startsWith("Containerfile") || Stream.of(".yaml", ".yml", ".tpl", ".txt", ".json", ".md", ".sh")
+                .anyMatch(name::endsWith);
     }
 }

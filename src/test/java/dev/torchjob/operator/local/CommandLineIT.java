@@ -54,7 +54,7 @@ class CommandLineIT {
         builder.environment().put("KUBECONFIG", home.resolve("no-kubeconfig").toString());
         builder.environment().putAll(environment);
         Instant start = Instant.now();
-        Process process = builder.start();
+        Process process = PackagedOperator.start(builder);
         if (!process.waitFor(60, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new AssertionError("still running after 60 s: " + Files.readString(out));

@@ -13,6 +13,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -65,19 +66,27 @@ class LocalModeIT {
      * starts children with SIGINT ignored, which a terminal's Ctrl-C never meets.
      */
     static ProcessBuilder runner(Path workDir, String... args) {
+        return runner(workDir, Map.of(), args);
+    }
+
+    static ProcessBuilder runner(Path workDir, Map<String, String> properties, String... args) {
         List<String> command = new ArrayList<>(List.of("python3", "-c",
                 "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"));
-        command.addAll(PackagedOperator.command(List.of(), Map.of(), "run"));
+        command.addAll(PackagedOperator.command(List.of(), properties, "run"));
         command.addAll(List.of(args));
         command.addAll(List.of("--metrics-port", "0"));
         return new ProcessBuilder(command).directory(workDir.toFile());
     }
 
     Run run(String... args) throws Exception {
+        return run(Map.of(), args);
+    }
+
+    Run run(Map<String, String> properties, String... args) throws Exception {
         Path out = dir.resolve("out-" + UUID.randomUUID() + ".log");
         Path err = dir.resolve("err-" + UUID.randomUUID() + ".log");
         Instant start = Instant.now();
-        Process process = runner(dir, args).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        Process process = PackagedOperator.start(runner(dir, properties, args).redirectOutput(out.toFile()).redirectError(err.toFile()));
         assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
         return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
     }
@@ -149,13 +158,54 @@ class LocalModeIT {
     }
 
     @Test
+    void eachEventIsRecordedOnceAndPrintedOnceEvenWhenReplicasFailDuringTheFirstPass() throws Exception {
+        // Replicas that fail as soon as they start, while the operator's first pass is still writing: the
+        // timing a fast (native) start gives. The operator's DEBUG log names each event as recorded and as printed.
+        Files.writeString(dir.resolve("instant.yaml"), """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: instant}
+                spec:
+                  runPolicy: {backoffLimit: 2, cleanUpPolicy: Unfinished}
+                  replicaSpecs:
+                  - type: master
+                    restartPolicy: ExitCode
+                    template: {spec: {containers: [{name: pytorch, image: x, command: [sh, -c, "sleep 3"]}]}}
+                  - type: worker
+                    replicas: 3
+                    restartPolicy: ExitCode
+                    template: {spec: {containers: [{name: pytorch, image: x, command: [sh, -c, "exit 1"]}]}}
+                """);
+        Run run = run(Map.of("quarkus.log.category.\"dev.torchjob\".level", "DEBUG"), dir.resolve("instant.yaml").toString());
+        assertEquals(1, run.exitCode(), run.out() + run.err());
+        List<String> recorded = matches("recorded event (\\S+):", run.out());
+        List<String> printed = matches("\\(main\\) event (\\S+) \\(uid", run.out());
+        assertEquals(recorded.size(), Set.copyOf(recorded).size(), "an event recorded twice: " + run.out());
+        assertEquals(printed.size(), Set.copyOf(printed).size(), "an event printed twice: " + run.out());
+        assertTrue(recorded.containsAll(printed), run.out());
+        assertEquals(printed.size(), run.out().lines().filter(line -> line.matches("\\[operator\\] (Normal|Warning) .*")).count(), run.out());
+        assertEquals(1, run.out().lines().filter(line -> line.equals("[operator] Normal PodsCreated: Created pods instant-master-0, "
+                + "instant-worker-0, instant-worker-1, instant-worker-2")).count(), run.out());
+        assertTrue(run.out().contains("[local] instant Failed in "), run.out());
+    }
+
+    private static List<String> matches(String regex, String text) {
+        List<String> found = new ArrayList<>();
+        Matcher matcher = Pattern.compile(regex).matcher(text);
+        while (matcher.find()) {
+            found.add(matcher.group(1));
+        }
+        return found;
+    }
+
+    @Test
     void ctrlCStopsEveryTrainingProcess() throws Exception {
         String marker = "--run-id=" + UUID.randomUUID();
         String yaml = Files.readString(dir.resolve("ddp-job.yaml")).replace("value: \"8\"", "value: \"100000\"")
                 .replace("args: [train.py]", "args: [train.py, \"" + marker + "\"]");
         Files.writeString(dir.resolve("long.yaml"), yaml);
         Path out = dir.resolve("long.log");
-        Process process = runner(dir, dir.resolve("long.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        Process process = PackagedOperator.start(runner(dir, dir.resolve("long.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()));
         Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
         while (!Files.readString(out).contains("epoch 3/") && Instant.now().isBefore(deadline) && process.isAlive()) {
             Thread.sleep(200);
@@ -181,7 +231,7 @@ class LocalModeIT {
         String yaml = Files.readString(dir.resolve("ddp-job.yaml")).replaceFirst("(?m)^spec:\n", "spec:\n  runMode: {pause: {enabled: true}}\n");
         Files.writeString(dir.resolve("paused.yaml"), yaml);
         Path out = dir.resolve("paused.log");
-        Process process = runner(dir, dir.resolve("paused.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        Process process = PackagedOperator.start(runner(dir, dir.resolve("paused.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()));
         Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
         while (!Files.readString(out).contains("is Paused") && Instant.now().isBefore(deadline) && process.isAlive()) {
             Thread.sleep(200);
@@ -229,7 +279,7 @@ class LocalModeIT {
         ProcessBuilder builder = runner(dir, dir.resolve("torchrun-job.yaml").toString()).redirectOutput(out.toFile()).redirectError(err.toFile());
         builder.environment().put("PATH", bin + java.io.File.pathSeparator + System.getenv("PATH"));
         Instant start = Instant.now();
-        Process process = builder.start();
+        Process process = PackagedOperator.start(builder);
         assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
         return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
     }
