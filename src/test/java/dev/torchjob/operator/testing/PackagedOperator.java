@@ -58,29 +58,24 @@ public final class PackagedOperator {
     public static Optional<String> buildTimeSetting(List<String> command, Map<String, String> environment) {
         for (String word : command) {
             int equals = word.indexOf('=');
-            if (!word.startsWith("-D") || equals < 0) {
-                continue;
-            }
-            String property = word.substring(2, equals);
-            if (property.equals(QuarkusSettings.PROFILE_PROPERTY)) {
-                return Optional.of(word + " switches the profile at run time; the native executable keeps the build's");
-            }
-            Optional<QuarkusSettings.Setting> fixed = QuarkusSettings.fixedProperty(property);
-            if (fixed.isPresent()) {
-                return Optional.of(word + " sets " + fixed.get().property() + ", fixed at build time (" + fixed.get().phase()
-                        + "): only the JVM would honour it");
+            if (word.startsWith("-D") && equals > 0) {
+                String property = word.substring(2, equals);
+                Optional<String> refused = refusal(word, property.equals(QuarkusSettings.PROFILE_PROPERTY),
+                        QuarkusSettings.fixedProperty(property));
+                if (refused.isPresent()) {
+                    return refused;
+                }
             }
         }
-        for (String name : environment.keySet()) {
-            if (name.equals(QuarkusSettings.PROFILE_VARIABLE)) {
-                return Optional.of(name + " switches the profile at run time; the native executable keeps the build's");
-            }
-            Optional<QuarkusSettings.Setting> fixed = QuarkusSettings.fixedEnvironmentVariable(name);
-            if (fixed.isPresent()) {
-                return Optional.of(name + " sets " + fixed.get().property() + ", fixed at build time (" + fixed.get().phase()
-                        + "): only the JVM would honour it");
-            }
+        return environment.keySet().stream().map(name -> refusal(name, name.equals(QuarkusSettings.PROFILE_VARIABLE),
+                QuarkusSettings.fixedEnvironmentVariable(name))).flatMap(Optional::stream).findFirst();
+    }
+
+    private static Optional<String> refusal(String given, boolean switchesProfile, Optional<QuarkusSettings.Setting> fixed) {
+        if (switchesProfile) {
+            return Optional.of(given + " switches the profile at run time; the native executable keeps the build's");
         }
-        return Optional.empty();
+        return fixed.map(setting -> given + " sets " + setting.property() + ", fixed at build time (" + setting.phase()
+                + "): only the JVM would honour it");
     }
 }
