@@ -89,3 +89,22 @@ a test keeps them equal.
   resources: ["priorityclasses"]
   verbs: ["get", "list", "watch"]
 {{- end -}}
+
+{{/*
+Refuses an extraEnv entry that sets a Quarkus setting fixed when the operator is built, the profile
+among them: the JVM would honour it, the native executable ignores it. files/build-time-settings.txt
+lists those settings (a name pattern and the property, a line each), from the extensions' own
+configuration model; a test keeps it so.
+*/}}
+{{- define "torchjob.checkExtraEnv" -}}
+{{- $fixed := .Files.Lines "files/build-time-settings.txt" -}}
+{{- range .Values.extraEnv -}}
+{{- $name := .name -}}
+{{- range $fixed -}}
+{{- $setting := splitList " " . -}}
+{{- if and (eq (len $setting) 2) (regexMatch (first $setting) $name) -}}
+{{- fail (printf "extraEnv: %s sets %s, which Quarkus fixes when the operator is built: the native executable ignores it (docs/user-guide.md, settings fixed at build time)" $name (last $setting)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -24,6 +24,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.marcnuri.helm.LintResult;
 
+import dev.torchjob.operator.testing.QuarkusSettings;
+
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -201,6 +203,37 @@ class HelmChartTest {
         assertRefused(Map.of("watchNamespaces", "team-a"), "watchNamespaces");
         assertRefused(Map.of("replicas", 2, "leaderElection.enabled", false), "leaderElection.enabled=true");
         assertRefused(Map.of("metrics.serviceMonitor.enabled", true, "metrics.service.enabled", false), "metrics.service.enabled");
+    }
+
+    @Test
+    void extraEnvThatOnlyTheJvmWouldHonourIsRefused() {
+        assertRefused(Map.of("extraEnv[0].name", "QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL", "extraEnv[0].value", "https://10.0.0.1"),
+                "extraEnv: QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL sets quarkus.kubernetes-client.api-server-url, which Quarkus fixes "
+                        + "when the operator is built: the native executable ignores it");
+        assertRefused(Map.of("extraEnv[0].name", "QUARKUS_LOG_CATEGORY__IO_FABRIC8__MIN_LEVEL", "extraEnv[0].value", "TRACE"),
+                "quarkus.log.category.\"categories\".min-level");
+        assertRefused(Map.of("extraEnv[0].name", "QUARKUS_PROFILE", "extraEnv[0].value", "prod,cluster"),
+                "QUARKUS_PROFILE sets quarkus.profile");
+        assertRefused(Map.of("extraEnv[0].value", "x"), "name");
+        // Run-time settings and the client's own keys pass, after the chart's own.
+        Container operator = only(HelmChart.render(null, Map.of("extraEnv[0].name", "QUARKUS_LOG_LEVEL", "extraEnv[0].value", "DEBUG",
+                "extraEnv[1].name", "KUBERNETES_NAMESPACE", "extraEnv[1].value", "team-a")), Deployment.class)
+                .getSpec().getTemplate().getSpec().getContainers().get(0);
+        assertEquals("DEBUG", env(operator).get("QUARKUS_LOG_LEVEL"));
+        assertEquals("team-a", env(operator).get("KUBERNETES_NAMESPACE"));
+    }
+
+    @Test
+    void theChartKnowsEverySettingQuarkusFixesAtBuildTime() throws IOException {
+        // From the extensions' own configuration model: the chart cannot read it, so it reads this list.
+        // The profile too: the native executable keeps the build's (and warns at every start).
+        String list = QuarkusSettings.allFixedAtBuildTime().stream().map(s -> s.environmentVariable() + " " + s.property())
+                .distinct().collect(Collectors.joining("\n", "^" + QuarkusSettings.PROFILE_VARIABLE + "$ " + QuarkusSettings.PROFILE_PROPERTY
+                        + "\n", "\n"));
+        Path generated = Path.of("target/build-time-settings.txt");
+        Files.writeString(generated, list);
+        Path copy = HelmChart.DIRECTORY.resolve("files/build-time-settings.txt");
+        assertEquals(list, Files.readString(copy), copy + " is not the extensions' list (an extension changed): copy " + generated + " over it");
     }
 
     @Test

@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -28,11 +29,15 @@ public final class QuarkusSettings {
     private QuarkusSettings() {
     }
 
-    /** One property of an extension's configuration roots; a quoted segment ("categories") stands for any key. */
-    public record Setting(String property, String phase, Pattern asProperty, Pattern asEnvironmentVariable) {
+    /**
+     * One property of an extension's configuration roots; a quoted segment ("categories") stands for any key.
+     * {@code environmentVariable} is the pattern of its environment variable's names, anchored; made of
+     * [A-Z0-9_] only, it reads the same in Java and in Go (Helm's regexMatch).
+     */
+    public record Setting(String property, String phase, Pattern asProperty, String environmentVariable) {
         static Setting of(String property, String phase) {
             StringBuilder asProperty = new StringBuilder();
-            StringBuilder asEnv = new StringBuilder();
+            StringBuilder asEnv = new StringBuilder("^");
             boolean key = false;
             for (String part : property.split("(?=\")|(?<=\")")) {
                 if (part.equals("\"")) {
@@ -40,9 +45,13 @@ public final class QuarkusSettings {
                     continue;
                 }
                 asProperty.append(key ? "(?:\"[^\"]+\"|[^.]+)" : Pattern.quote(part));
-                asEnv.append(key ? "[A-Z0-9_]+" : Pattern.quote(part.toUpperCase().replaceAll("[^A-Z0-9]", "_")));
+                asEnv.append(key ? "[A-Z0-9_]+" : part.toUpperCase().replaceAll("[^A-Z0-9]", "_"));
             }
-            return new Setting(property, phase, Pattern.compile(asProperty.toString()), Pattern.compile(asEnv.toString()));
+            return new Setting(property, phase, Pattern.compile(asProperty.toString()), asEnv.append('$').toString());
+        }
+
+        boolean named(String environmentVariableName) {
+            return environmentVariableName.matches(environmentVariable);
         }
 
         boolean fixedAtBuildTime() {
@@ -57,7 +66,12 @@ public final class QuarkusSettings {
 
     /** The build-time-fixed setting an environment variable names, if it names one. */
     public static Optional<Setting> fixedEnvironmentVariable(String name) {
-        return ALL.stream().filter(s -> s.asEnvironmentVariable().matcher(name).matches()).filter(Setting::fixedAtBuildTime).findFirst();
+        return ALL.stream().filter(s -> s.named(name)).filter(Setting::fixedAtBuildTime).findFirst();
+    }
+
+    /** Every setting fixed at build time, by property. */
+    public static List<Setting> allFixedAtBuildTime() {
+        return ALL.stream().filter(Setting::fixedAtBuildTime).sorted(Comparator.comparing(Setting::property)).toList();
     }
 
     private static List<Setting> load() {
