@@ -3,6 +3,9 @@ package dev.torchjob.operator.local;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
@@ -54,6 +57,12 @@ public class TorchJobMain {
             System.out.println("torchjob-operator " + version().orElse("(version unknown)"));
             System.exit(0);
         }
+        // Before anything starts, in both modes: what only the JVM would honour is refused by both.
+        List<String> buildTime = BuildTimeSettings.givenAtRunTime(System.getenv(), systemProperties());
+        if (!buildTime.isEmpty()) {
+            buildTime.forEach(System.err::println);
+            System.exit(LocalLauncher.EXIT_BAD_INPUT);
+        }
         if (args.length > 0 && "run".equals(args[0])) {
             System.exit(LocalLauncher.launch(Arrays.copyOfRange(args, 1, args.length)));
         }
@@ -69,6 +78,12 @@ public class TorchJobMain {
             System.exit(1);
         }
         Quarkus.run(args);
+    }
+
+    private static Map<String, String> systemProperties() {
+        Map<String, String> properties = new HashMap<>();
+        System.getProperties().stringPropertyNames().forEach(name -> properties.put(name, System.getProperty(name)));
+        return properties;
     }
 
     static Optional<String> version() {

@@ -24,7 +24,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.marcnuri.helm.LintResult;
 
-import dev.torchjob.operator.testing.QuarkusSettings;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
@@ -221,19 +220,6 @@ class HelmChartTest {
                 .getSpec().getTemplate().getSpec().getContainers().get(0);
         assertEquals("DEBUG", env(operator).get("QUARKUS_LOG_LEVEL"));
         assertEquals("team-a", env(operator).get("KUBERNETES_NAMESPACE"));
-    }
-
-    @Test
-    void theChartKnowsEverySettingQuarkusFixesAtBuildTime() throws IOException {
-        // From the extensions' own configuration model: the chart cannot read it, so it reads this list.
-        // The profile too: the native executable keeps the build's (and warns at every start).
-        String list = QuarkusSettings.allFixedAtBuildTime().stream().map(s -> s.environmentVariable() + " " + s.property())
-                .distinct().collect(Collectors.joining("\n", "^" + QuarkusSettings.PROFILE_VARIABLE + "$ " + QuarkusSettings.PROFILE_PROPERTY
-                        + "\n", "\n"));
-        Path generated = Path.of("target/build-time-settings.txt");
-        Files.writeString(generated, list);
-        Path copy = HelmChart.DIRECTORY.resolve("files/build-time-settings.txt");
-        assertEquals(list, Files.readString(copy), copy + " is not the extensions' list (an extension changed): copy " + generated + " over it");
     }
 
     @Test

@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
@@ -83,6 +84,20 @@ class RunTimeSettingsTest {
         Map<String, String> fixed = new TreeMap<>(fixedIn(Path.of("docs"), false));
         fixed.putAll(fixedIn(Path.of("README.md"), false));
         assertEquals(Map.of(), fixed);
+    }
+
+    @Test
+    void theListTheOperatorAndTheChartRefuseIsTheExtensionsOwn() throws IOException {
+        // Neither the operator nor Helm can read the extensions' model at run time: both read this list.
+        // The profile too: the native executable keeps the build's (and warns at every start).
+        String list = QuarkusSettings.allFixedAtBuildTime().stream().map(s -> s.environmentVariable() + " " + s.property())
+                .distinct().collect(Collectors.joining("\n", "^" + QuarkusSettings.PROFILE_VARIABLE + "$ " + QuarkusSettings.PROFILE_PROPERTY
+                        + "\n", "\n"));
+        Path generated = Path.of("target/build-time-settings.txt");
+        Files.writeString(generated, list);
+        for (Path copy : List.of(Path.of("src/main/resources/build-time-settings.txt"), Path.of("kubernetes").resolve(REFUSED_BY_THE_CHART))) {
+            assertEquals(list, Files.readString(copy), copy + " is not the extensions' list (an extension changed): copy " + generated + " over it");
+        }
     }
 
     @Test
