@@ -54,7 +54,7 @@ public final class OperatorProcess implements AutoCloseable {
         builder.environment().put("TORCHJOB_LEADER_ELECTION_LEASE_NAMESPACE", "torchjob-system");
         builder.environment().put("QUARKUS_HTTP_PORT", String.valueOf(httpPort));
         builder.environment().put("QUARKUS_HTTP_HOST", "127.0.0.1");
-        process = PackagedOperator.start(builder);
+        process = builder.start();
         awaitReady();
         return this;
     }

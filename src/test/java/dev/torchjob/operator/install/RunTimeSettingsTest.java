@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -18,15 +17,14 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.local.LocalLauncher;
-import dev.torchjob.operator.testing.PackagedOperator;
 import dev.torchjob.operator.testing.QuarkusSettings;
 
 /**
  * Nothing the operator is given at run time may be a setting Quarkus fixes at build time: the JVM
  * honours such a value silently (no warning), the native executable keeps the build's and ignores
  * it ({@link QuarkusSettings}). Looked at: what the code sets or reads, what the local mode passes,
- * the install manifests, the Helm chart, the container files and the docs; the tests that start the
- * packaged application are held to it by {@link PackagedOperator#start}.
+ * the install manifests, the Helm chart, the container files and the docs. The operator itself
+ * refuses such a setting at start (local/BuildTimeSettings), from the list checked here.
  */
 class RunTimeSettingsTest {
     private static final Pattern ENV_NAME = Pattern.compile("\\bQUARKUS_[A-Z0-9_]+\\b");
@@ -98,23 +96,6 @@ class RunTimeSettingsTest {
         for (Path copy : List.of(Path.of("src/main/resources/build-time-settings.txt"), Path.of("kubernetes").resolve(REFUSED_BY_THE_CHART))) {
             assertEquals(list, Files.readString(copy), copy + " is not the extensions' list (an extension changed): copy " + generated + " over it");
         }
-    }
-
-    @Test
-    void aPackagedRunGivenABuildTimeSettingIsRefusedBeforeItStarts() {
-        Map<String, String> clean = Map.of("KUBECONFIG", "/k", "QUARKUS_HTTP_PORT", "0", "TORCHJOB_LEADER_ELECTION_ENABLED", "true");
-        List<String> runTime = List.of("java", "-Dkubernetes.master=http://127.0.0.1:1", "-Dquarkus.http.host=127.0.0.1", "-jar", "a.jar");
-        assertEquals(Optional.empty(), PackagedOperator.buildTimeSetting(runTime, clean));
-
-        assertEquals(Optional.of("-Dquarkus.kubernetes-client.namespace=x sets quarkus.kubernetes-client.namespace, fixed at build time"
-                + " (BUILD_AND_RUN_TIME_FIXED): only the JVM would honour it"),
-                PackagedOperator.buildTimeSetting(List.of("java", "-Dquarkus.kubernetes-client.namespace=x"), clean));
-        assertTrue(PackagedOperator.buildTimeSetting(List.of("java"), Map.of("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL", "http://x"))
-                .orElseThrow().startsWith("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL sets quarkus.kubernetes-client.api-server-url"));
-        assertTrue(PackagedOperator.buildTimeSetting(List.of("java"), Map.of("QUARKUS_PROFILE", "prod,cluster"))
-                .orElseThrow().contains("switches the profile"));
-        assertTrue(PackagedOperator.buildTimeSetting(List.of("java", "-Dquarkus.profile=cluster"), Map.of())
-                .orElseThrow().contains("switches the profile"));
     }
 
     /**

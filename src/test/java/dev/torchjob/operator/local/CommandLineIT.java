@@ -44,11 +44,10 @@ class CommandLineIT {
     }
 
     Result start(Map<String, String> environment, String... arguments) throws Exception {
-        return start(true, Map.of(), environment, arguments);
+        return start(Map.of(), environment, arguments);
     }
 
-    /** {@code checked}: through the tests' own refusal of build-time settings (off only to test the operator's). */
-    Result start(boolean checked, Map<String, String> properties, Map<String, String> environment, String... arguments) throws Exception {
+    Result start(Map<String, String> properties, Map<String, String> environment, String... arguments) throws Exception {
         Path out = home.resolve("out.log");
         Path err = home.resolve("err.log");
         ProcessBuilder builder = new ProcessBuilder(PackagedOperator.command(List.of(), properties, arguments))
@@ -59,7 +58,7 @@ class CommandLineIT {
         builder.environment().put("KUBECONFIG", home.resolve("no-kubeconfig").toString());
         builder.environment().putAll(environment);
         Instant start = Instant.now();
-        Process process = checked ? PackagedOperator.start(builder) : builder.start();
+        Process process = builder.start();
         if (!process.waitFor(60, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new AssertionError("still running after 60 s: " + Files.readString(out));
@@ -108,19 +107,19 @@ class CommandLineIT {
     @Test
     void aSettingFixedAtBuildTimeIsRefusedInBothModesBeforeAnythingStarts() throws Exception {
         // The JVM would honour these, the native executable would not: the same command must not do two things.
-        Result operator = start(false, Map.of(), Map.of("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL", "https://10.0.0.1:6443"));
+        Result operator = start(Map.of(), Map.of("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL", "https://10.0.0.1:6443"));
         assertEquals(2, operator.exitCode(), operator.err());
         operator.saysOneParagraph("QUARKUS_KUBERNETES_CLIENT_API_SERVER_URL sets quarkus.kubernetes-client.api-server-url, which is fixed "
                 + "when the operator is built", "KUBERNETES_MASTER");
         assertTrue(operator.took().compareTo(QUICKLY) < 0, "took " + operator.took());
 
         String job = Path.of("kubernetes/examples/local/ddp-job.yaml").toAbsolutePath().toString();
-        Result local = start(false, Map.of("quarkus.log.min-level", "TRACE"), Map.of(), "run", job, "--dry-run");
+        Result local = start(Map.of("quarkus.log.min-level", "TRACE"), Map.of(), "run", job, "--dry-run");
         assertEquals(2, local.exitCode(), local.err());
         local.saysOneParagraph("-Dquarkus.log.min-level sets quarkus.log.min-level");
         assertEquals("", local.out());
 
-        Result profile = start(false, Map.of(), Map.of("QUARKUS_PROFILE", "prod,cluster"), "run", job, "--dry-run");
+        Result profile = start(Map.of(), Map.of("QUARKUS_PROFILE", "prod,cluster"), "run", job, "--dry-run");
         assertEquals(2, profile.exitCode(), profile.err());
         profile.saysOneParagraph("QUARKUS_PROFILE sets quarkus.profile", "TORCHJOB_LEADER_ELECTION_ENABLED");
     }

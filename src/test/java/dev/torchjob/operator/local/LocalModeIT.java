@@ -86,7 +86,7 @@ class LocalModeIT {
         Path out = dir.resolve("out-" + UUID.randomUUID() + ".log");
         Path err = dir.resolve("err-" + UUID.randomUUID() + ".log");
         Instant start = Instant.now();
-        Process process = PackagedOperator.start(runner(dir, properties, args).redirectOutput(out.toFile()).redirectError(err.toFile()));
+        Process process = runner(dir, properties, args).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
         return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
     }
@@ -205,7 +205,7 @@ class LocalModeIT {
                 .replace("args: [train.py]", "args: [train.py, \"" + marker + "\"]");
         Files.writeString(dir.resolve("long.yaml"), yaml);
         Path out = dir.resolve("long.log");
-        Process process = PackagedOperator.start(runner(dir, dir.resolve("long.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()));
+        Process process = runner(dir, dir.resolve("long.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
         Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
         while (!Files.readString(out).contains("epoch 3/") && Instant.now().isBefore(deadline) && process.isAlive()) {
             Thread.sleep(200);
@@ -231,7 +231,7 @@ class LocalModeIT {
         String yaml = Files.readString(dir.resolve("ddp-job.yaml")).replaceFirst("(?m)^spec:\n", "spec:\n  runMode: {pause: {enabled: true}}\n");
         Files.writeString(dir.resolve("paused.yaml"), yaml);
         Path out = dir.resolve("paused.log");
-        Process process = PackagedOperator.start(runner(dir, dir.resolve("paused.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()));
+        Process process = runner(dir, dir.resolve("paused.yaml").toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
         Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
         while (!Files.readString(out).contains("is Paused") && Instant.now().isBefore(deadline) && process.isAlive()) {
             Thread.sleep(200);
@@ -279,7 +279,7 @@ class LocalModeIT {
         ProcessBuilder builder = runner(dir, dir.resolve("torchrun-job.yaml").toString()).redirectOutput(out.toFile()).redirectError(err.toFile());
         builder.environment().put("PATH", bin + java.io.File.pathSeparator + System.getenv("PATH"));
         Instant start = Instant.now();
-        Process process = PackagedOperator.start(builder);
+        Process process = builder.start();
         assertTrue(process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS), "local run did not finish in " + TIMEOUT);
         return new Run(process.exitValue(), Files.readString(out), Files.readString(err), Duration.between(start, Instant.now()));
     }
