@@ -39,5 +39,4 @@ public final class PackagedOperator {
         command.addAll(List.of(arguments));
         return command;
     }
-
 }
