@@ -2,7 +2,6 @@ package dev.torchjob.operator.reconciler;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Optional;
 
 import jakarta.enterprise.context.Dependent;
 import jakarta.enterprise.inject.Produces;
@@ -34,16 +33,10 @@ public class OperatorBeans {
         return new RestartBackoff(initial, max, resetAfter);
     }
 
-    /**
-     * The Lease of leader election, or none (null: JOSDK then runs without) unless
-     * {@code torchjob.leader-election.enabled}, read at run time (the install Deployment turns it on).
-     */
+    /** The Lease of leader election, or none (null: JOSDK then runs without); see {@link Leadership}. */
     @Produces
     @Dependent
-    LeaderElectionConfiguration leaderElection(
-            @ConfigProperty(name = "torchjob.leader-election.enabled", defaultValue = "false") boolean enabled,
-            @ConfigProperty(name = "torchjob.leader-election.lease-name", defaultValue = "torchjob-operator-leader") String leaseName,
-            @ConfigProperty(name = "torchjob.leader-election.lease-namespace") Optional<String> leaseNamespace) {
-        return enabled ? new LeaderElectionConfiguration(leaseName, leaseNamespace.orElse(null)) : null;
+    LeaderElectionConfiguration leaderElection(Leadership leadership) {
+        return leadership.configuration();
     }
 }

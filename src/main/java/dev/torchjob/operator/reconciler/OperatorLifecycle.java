@@ -5,6 +5,8 @@ import jakarta.inject.Singleton;
 
 import org.jboss.logging.Logger;
 
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -23,7 +25,11 @@ public class OperatorLifecycle {
         operator.start();
     }
 
-    void onStop(@Observes ShutdownEvent event, Operator operator) {
+    /** Stops reconciling, then hands the Lease back (if held) so that another replica leads at once. */
+    void onStop(@Observes ShutdownEvent event, Operator operator, Leadership leadership, KubernetesClient client) {
+        leadership.shuttingDown();
+        Config clientConfig = client.getConfiguration(); // the client is closed once the operator stops
         operator.stop();
+        leadership.releaseLease(clientConfig);
     }
 }

@@ -87,6 +87,17 @@ public final class OperatorInstall {
      * things should not wait out the back-off.
      */
     public synchronized OperatorProcess newOperator(Map<String, String> settings, boolean leaderElection) {
+        OperatorProcess operator = start(settings, leaderElection);
+        // With leader election it works once it leads: after a kill -9 of the last leader, once the Lease expires.
+        return leaderElection ? operator.awaitLeading(Duration.ofSeconds(60)) : operator;
+    }
+
+    /** A second replica while another leads: ready, standing by, not leading. */
+    public synchronized OperatorProcess newStandby(Map<String, String> settings) {
+        return start(settings, true);
+    }
+
+    private OperatorProcess start(Map<String, String> settings, boolean leaderElection) {
         Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
         // As the kubernetes/kubeflow/ overlay installs it: both job kinds served.
         Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true"));

@@ -30,6 +30,10 @@ public final class OperatorProcess implements AutoCloseable {
     private final boolean leaderElection;
     private final int httpPort = ControlPlane.freePort();
     private Process process;
+    private Duration startToReady;
+    /** Plain HTTP/1.1 (no h2c upgrade attempt) and bounded: a request to a process that hangs must not hang the test. */
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
 
     OperatorProcess(Path kubeconfig, Path log, Map<String, String> settings, boolean leaderElection) {
         this.kubeconfig = kubeconfig;
@@ -39,7 +43,9 @@ public final class OperatorProcess implements AutoCloseable {
     }
 
     public OperatorProcess start() throws IOException {
-        List<String> vmOptions = new ArrayList<>(List.of("-Xmx512m"));
+        // The JVM's heap as the Deployment's memory limit allows; the native executable runs with the
+        // heap settings it was built with (application.properties), as it ships.
+        List<String> vmOptions = new ArrayList<>(PackagedOperator.isNative() ? List.of() : List.of("-Xmx512m"));
         // Extra JVM options for the operator, e.g. a flight recording of it under the benchmark.
         String jvmOptions = System.getProperty("torchjob.operator.jvm-options", "").strip();
         if (!jvmOptions.isEmpty()) {
@@ -54,21 +60,22 @@ public final class OperatorProcess implements AutoCloseable {
         builder.environment().put("TORCHJOB_LEADER_ELECTION_LEASE_NAMESPACE", "torchjob-system");
         builder.environment().put("QUARKUS_HTTP_PORT", String.valueOf(httpPort));
         builder.environment().put("QUARKUS_HTTP_HOST", "127.0.0.1");
+        Instant started = Instant.now();
         process = builder.start();
         awaitReady();
+        startToReady = Duration.between(started, Instant.now());
         return this;
     }
 
-    /** Ready = the operator's health check says its informers are synced (it holds the lease). */
+    /** Ready = the operator's health check passes (it started; leading is {@link #leading()}). */
     private void awaitReady() throws IOException {
-        HttpClient http = HttpClient.newHttpClient();
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         while (Instant.now().isBefore(deadline)) {
             if (!process.isAlive()) {
                 throw new IOException("the operator exited with " + process.exitValue() + "; log: " + tail());
             }
             try {
-                if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/health/ready")).build(),
+                if (http.send(request("/q/health/ready"),
                         HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
                     return;
                 }
@@ -78,18 +85,18 @@ public final class OperatorProcess implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 throw new IOException(e);
             }
-            ControlPlane.sleep(200);
+            ControlPlane.sleep(10); // fine enough to measure a native start (docs/testing.md)
         }
         throw new IOException("the operator was not ready within " + START_TIMEOUT + "; log: " + tail());
     }
 
-    /** Alive, and its readiness check passes (informers synced, lease held). */
+    /** Alive, and its readiness check passes. */
     public boolean healthy() {
         if (!process.isAlive()) {
             return false;
         }
         try {
-            return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/health/ready")).build(),
+            return http.send(request("/q/health/ready"),
                     HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
         } catch (IOException e) {
             return false;
@@ -101,8 +108,47 @@ public final class OperatorProcess implements AutoCloseable {
 
     /** The operator's Prometheus metrics, as scraped. */
     public String metrics() throws IOException, InterruptedException {
-        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/q/metrics")).build(),
+        return http.send(request("/q/metrics"),
                 HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    private HttpRequest request(String path) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path)).timeout(Duration.ofSeconds(10)).build();
+    }
+
+    /** Whether this process leads, as its {@code leader_election_master_status} gauge says. */
+    public boolean leading() {
+        try {
+            return metrics().lines().anyMatch(l -> l.startsWith("leader_election_master_status{") && l.endsWith(" 1.0"));
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Waits until this process leads; fails after {@code timeout}. */
+    public OperatorProcess awaitLeading(Duration timeout) {
+        Instant deadline = Instant.now().plus(timeout);
+        while (!leading()) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new AssertionError("not leading within " + timeout);
+            }
+            ControlPlane.sleep(50);
+        }
+        return this;
+    }
+
+    /** SIGTERM, as the kubelet stops a pod; how long the process took to exit (it must exit within 30 s). */
+    public Duration terminate() throws InterruptedException {
+        Instant sent = Instant.now();
+        process.destroy();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("still running 30 s after SIGTERM");
+        }
+        return Duration.between(sent, Instant.now());
     }
 
     /** kill -9: no shutdown hook, no lease release, requests cut wherever they are. */
@@ -123,8 +169,32 @@ public final class OperatorProcess implements AutoCloseable {
         return ticks / 100.0; // USER_HZ is 100 on Linux
     }
 
-    /** The heap in use right after a full GC, as jcmd reports it. */
+    /** Resident memory now and its peak so far (VmRSS, VmHWM), in MiB, from /proc. */
+    public String residentMemory() throws IOException {
+        String status = Files.readString(Path.of("/proc", String.valueOf(process.pid()), "status"));
+        return String.format("RSS %.1f MiB, peak %.1f MiB", statusKiB(status, "VmRSS") / 1024.0, statusKiB(status, "VmHWM") / 1024.0);
+    }
+
+    private static long statusKiB(String status, String field) {
+        return status.lines().filter(l -> l.startsWith(field + ":")).findFirst()
+                .map(l -> Long.parseLong(l.replaceAll("[^0-9]", ""))).orElse(-1L);
+    }
+
+    /** How long the start took until the readiness check first passed. */
+    public Duration startToReady() {
+        return startToReady;
+    }
+
+    /**
+     * The heap in use right after a full GC, as jcmd reports it; the native executable has no
+     * attach mechanism, so there its heap pools' use is read from the metrics instead (no GC forced).
+     */
     public String heapAfterGc() throws IOException, InterruptedException {
+        if (PackagedOperator.isNative()) {
+            double used = metrics().lines().filter(l -> l.startsWith("jvm_memory_used_bytes{area=\"heap\""))
+                    .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+            return String.format("native: heap pools in use %.1f MiB (no GC forced)", used / (1024 * 1024));
+        }
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "GC.run").redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();

@@ -1,10 +1,13 @@
 package dev.torchjob.operator.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -82,6 +85,40 @@ class ResilienceIT {
                 cluster.kubelet.exit("j-master-0", 0);
                 assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
                 assertOnePodPerReplica(cluster);
+            }
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /**
+     * A rolling upgrade: two replicas, the leader stopped with SIGTERM right after a replica failed.
+     * It exits within 5 s and hands the Lease back, so the other replica leads within 5 s (not after
+     * the lease duration); the restart is made and counted once. A follower stopped exits at once.
+     */
+    @Test
+    void aLeaderStoppedWithSigtermHandsOverAtOnceAndCountsTheRestartOnce() throws Exception {
+        OperatorHarness cluster = install.harness("sigterm");
+        try (OperatorProcess first = install.newOperator(Map.of(), true); OperatorProcess second = install.newStandby(Map.of())) {
+            assertFalse(second.leading(), "one leader at a time");
+            cluster.runJob("ExitCode", "{backoffLimit: 5}");
+            String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+            cluster.kubelet.oomKill("j-worker-0");
+            Duration exit = first.terminate();
+            Instant exited = Instant.now();
+            assertTrue(exit.compareTo(Duration.ofSeconds(5)) < 0, "the leader exited " + exit + " after SIGTERM; log: " + first.tail());
+            second.awaitLeading(Duration.ofSeconds(5));
+            System.out.printf("leader exited %d ms after SIGTERM; the other led %d ms later%n", exit.toMillis(),
+                    Duration.between(exited, Instant.now()).toMillis());
+            cluster.awaitNewPod("j-worker-0", uid);
+            cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+            cluster.kubelet.run("j-worker-0");
+            cluster.kubelet.exit("j-master-0", 0);
+            assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+            assertOnePodPerReplica(cluster);
+
+            try (OperatorProcess follower = install.newStandby(Map.of())) {
+                Duration followerExit = follower.terminate();
+                assertTrue(followerExit.compareTo(Duration.ofSeconds(3)) < 0, "a follower exited " + followerExit + " after SIGTERM");
             }
         }
         admin.namespaces().withName(cluster.namespace).delete();

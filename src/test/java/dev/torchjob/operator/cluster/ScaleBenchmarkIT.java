@@ -34,7 +34,7 @@ import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
  * kwok nodes of the real control plane. Measures, in one run on one fresh server: the raw pod-create
  * rate (the operator's own identity creating the same number of pods directly), then the time until
  * every operator pod exists and every job is Running, the operator's writes per job from the API
- * server's audit log, its CPU seconds and its heap after a full GC.
+ * server's audit log, its CPU seconds, its resident memory (peak) and its heap after a full GC.
  *
  * <pre>./mvnw verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=ScaleBenchmarkIT \
  *     -Dtorchjob.benchmark=true [-Dtorchjob.benchmark.jobs=1000] [-Dtorchjob.benchmark.ssa=false]</pre>
@@ -154,10 +154,29 @@ class ScaleBenchmarkIT {
             report.add(String.format("operator CPU: %.1f s", operator.cpuSeconds() - cpuBefore));
             long totalAfterIdle = OperatorWrites.read(install.cluster).count(w -> "bench".equals(w.namespace()));
             report.add("idle writes (10 s after everything ran): " + (totalAfterIdle - total));
-            report.add("operator heap after full GC: " + operator.heapAfterGc());
+            report.add("operator memory: " + operator.residentMemory() + "; heap after full GC: " + operator.heapAfterGc());
         }
         Path out = Path.of("target", "benchmark.txt");
         Files.write(out, report, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+        report.forEach(System.out::println);
+    }
+
+    /**
+     * The operator's start, as the install runs it (leader election on) on an idle cluster: from the
+     * process's start until its readiness check first passes, and its resident memory then. Five
+     * starts, one after another. Run alone with {@code -Dit.test=ScaleBenchmarkIT#startToReady}.
+     */
+    @Test
+    void startToReady() throws Exception {
+        OperatorInstall install = OperatorInstall.get();
+        install.stopSharedOperator();
+        List<String> report = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+                report.add(String.format("start %d: ready after %d ms; %s", i + 1, operator.startToReady().toMillis(), operator.residentMemory()));
+            }
+        }
+        Files.write(Path.of("target", "benchmark.txt"), report, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         report.forEach(System.out::println);
     }
 
