@@ -49,6 +49,16 @@ class ResilienceIT {
     }
 
 
+    /** The failed replica's new pod runs, the job succeeds with that one restart counted, one pod per replica. */
+    static void succeedsAfterOneRestart(OperatorHarness cluster, String replica, String failedUid) {
+        cluster.awaitNewPod(replica, failedUid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.kubelet.run(replica);
+        cluster.kubelet.exit("j-master-0", 0);
+        assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
+        assertOnePodPerReplica(cluster);
+    }
+
     /** Every pod ever created for the job, by name: a second create of a live name would show here. */
     static void assertOnePodPerReplica(OperatorHarness cluster) {
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"),
@@ -109,12 +119,7 @@ class ResilienceIT {
             second.awaitLeading(Duration.ofSeconds(5));
             System.out.printf("leader exited %d ms after SIGTERM; the other led %d ms later%n", exit.toMillis(),
                     Duration.between(exited, Instant.now()).toMillis());
-            cluster.awaitNewPod("j-worker-0", uid);
-            cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-            cluster.kubelet.run("j-worker-0");
-            cluster.kubelet.exit("j-master-0", 0);
-            assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
-            assertOnePodPerReplica(cluster);
+            succeedsAfterOneRestart(cluster, "j-worker-0", uid);
 
             try (OperatorProcess follower = install.newStandby(Map.of())) {
                 Duration followerExit = follower.terminate();
@@ -281,12 +286,7 @@ class ResilienceIT {
             } finally {
                 operator.signal("CONT");
             }
-            cluster.awaitNewPod("j-worker-1", uid);
-            cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-            cluster.kubelet.run("j-worker-1");
-            cluster.kubelet.exit("j-master-0", 0);
-            assertEquals(1, cluster.awaitPhase("j", JobPhase.Succeeded).getStatus().backoffCount);
-            assertOnePodPerReplica(cluster);
+            succeedsAfterOneRestart(cluster, "j-worker-1", uid);
             log = operator.log;
         }
         String operatorLog = Files.readString(log);
