@@ -22,7 +22,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/*
 What the operator does with its jobs, in every namespace it watches (rules of a ClusterRole, or of a
-Role per watched namespace). kubernetes/rbac.yaml and kubernetes/kubeflow/rbac.yaml say the same;
+Role per watched namespace). kubernetes/base/rbac.yaml and kubernetes/kubeflow/rbac.yaml say the same;
 a test keeps them equal.
 */}}
 {{- define "torchjob.jobRules" -}}

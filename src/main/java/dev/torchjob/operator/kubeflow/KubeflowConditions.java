@@ -41,7 +41,11 @@ public final class KubeflowConditions {
         this.now = now;
     }
 
-    static List<KubeflowCondition> of(List<KubeflowCondition> previous, Decision decision, String job) {
+    /**
+     * {@code job}: its name; {@code qualified}: namespace/name, which Kubeflow's running and succeeded
+     * messages use instead for a job without a Master (its Worker branch words them so).
+     */
+    static List<KubeflowCondition> of(List<KubeflowCondition> previous, Decision decision, String job, String qualified, boolean hasMaster) {
         KubeflowConditions next = new KubeflowConditions(previous, decision.decidedAt().toString());
         next.set(CREATED, true, "PyTorchJobCreated", "PyTorchJob " + job + " is created.");
         Situation situation = decision.situation();
@@ -55,7 +59,7 @@ public final class KubeflowConditions {
                 next.set(RESTARTING, true, "PyTorchJobRestarting", "PyTorchJob " + job + " is restarting because "
                         + restarted(recreated) + " replica(s) failed.");
             } else if (decision.state().running()) {
-                next.set(RUNNING, true, "PyTorchJobRunning", "PyTorchJob " + job + " is running.");
+                next.set(RUNNING, true, "PyTorchJobRunning", "PyTorchJob " + (hasMaster ? job : qualified) + " is running.");
             }
         } else if (situation instanceof Situation.Pausing) {
             String message = "PyTorchJob " + job + " is suspended.";
@@ -69,8 +73,16 @@ public final class KubeflowConditions {
             }
             next.set(QUEUED, true, queued.reason(), queued.message());
         } else if (situation instanceof Situation.Ended ended) {
+            boolean ran = ended.outcome() == Outcome.Succeeded || ended.outcome() == Outcome.BackoffLimitExceeded
+                    || ended.outcome() == Outcome.ReplicaFailedPermanently;
+            if (ran && find(next.conditions, RUNNING) == null) {
+                // Its pods ran and ended between two passes: the history still says it ran, as for any job
+                // (Running, turned False by the end), in the same status write.
+                next.set(RUNNING, true, "PyTorchJobRunning", "PyTorchJob " + (hasMaster ? job : qualified) + " is running.");
+            }
             if (ended.outcome() == Outcome.Succeeded) {
-                next.set(SUCCEEDED, true, "PyTorchJobSucceeded", "PyTorchJob " + job + " is successfully completed.");
+                next.set(SUCCEEDED, true, "PyTorchJobSucceeded", hasMaster ? "PyTorchJob " + job + " is successfully completed."
+                        : "PyTorchJob " + qualified + " successfully completed.");
             } else {
                 next.set(FAILED, true, "PyTorchJobFailed", "PyTorchJob " + job + " is failed because " + ended.message());
             }
@@ -105,6 +117,11 @@ public final class KubeflowConditions {
         KubeflowCondition current = find(type);
         String value = status ? "True" : "False";
         if (current != null && value.equals(current.status) && Objects.equals(reason, current.reason)) {
+            // Kubeflow's own types keep their first message; Queued (ours) follows Kueue's as it changes.
+            if (type.equals(QUEUED) && !Objects.equals(message, current.message)) {
+                current.message = message;
+                current.lastUpdateTime = now;
+            }
             return;
         }
         KubeflowCondition condition = new KubeflowCondition();

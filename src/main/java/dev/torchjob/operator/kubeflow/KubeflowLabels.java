@@ -53,8 +53,11 @@ public final class KubeflowLabels {
         return selector;
     }
 
-    /** replicaStatuses[type].selector: the pods of one replica type (the scale subresource uses Worker's). */
+    /**
+     * replicaStatuses[type].selector: the pods of one replica type (the scale subresource uses Worker's),
+     * written as Kubernetes writes a label selector: keys sorted.
+     */
     public static String selectorOfType(String jobName, String type) {
-        return OPERATOR_NAME + "=" + OPERATOR + "," + JOB_NAME + "=" + jobName + "," + REPLICA_TYPE + "=" + type.toLowerCase(Locale.ROOT);
+        return JOB_NAME + "=" + jobName + "," + OPERATOR_NAME + "=" + OPERATOR + "," + REPLICA_TYPE + "=" + type.toLowerCase(Locale.ROOT);
     }
 }

@@ -199,8 +199,13 @@ public final class KubeflowPlanner {
         JobState state = decision.state();
         PyTorchJobStatus next = JSON.convertValue(previous, PyTorchJobStatus.class);
         String name = job.getMetadata().getName();
-        next.conditions = KubeflowConditions.of(previous.conditions, decision, name);
-        next.replicaStatuses = replicaStatuses(job, state, pods);
+        boolean hasMaster = job.getSpec() != null && job.getSpec().unreadable == null
+                && ReplicaTypes.of(job.getSpec()).containsKey(ReplicaTypes.MASTER);
+        next.conditions = KubeflowConditions.of(previous.conditions, decision, name, job.getMetadata().getNamespace() + "/" + name, hasMaster);
+        boolean endedBefore = previous.phase == JobPhase.Succeeded || previous.phase == JobPhase.Failed;
+        // As Kubeflow: the counts of the moment the job ended stay, whatever clean-up deletes afterwards.
+        next.replicaStatuses = endedBefore && previous.replicaStatuses != null && !previous.replicaStatuses.isEmpty()
+                ? previous.replicaStatuses : replicaStatuses(job, state, pods);
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.observedGeneration = job.getMetadata().getGeneration();
@@ -211,6 +216,7 @@ public final class KubeflowPlanner {
                 : state.countedRestarts().stream().map(c -> new CountedRestart(c.pod(), c.uid(),
                         c.restartAt() == null ? null : c.restartAt().toString())).toList();
         next.tasks = ReplicaRecords.of(state);
+        next.lastReconcileTime = null; // not kept by this operator: one another controller wrote does not stay
         return next;
     }
 

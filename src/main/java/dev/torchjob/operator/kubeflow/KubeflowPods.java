@@ -140,20 +140,26 @@ public final class KubeflowPods {
             env.put("RANK", Integer.toString(slot.rank()));
             env.put("PET_NODE_RANK", Integer.toString(slot.rank()));
         }
-        env.put("PET_NPROC_PER_NODE", elastic != null && elastic.nProcPerNode != null ? elastic.nProcPerNode.toString()
-                : spec.nprocPerNode == null ? "auto" : spec.nprocPerNode);
+        // The deprecated elasticPolicy.nProcPerNode comes with the elastic variables, as in Kubeflow.
+        boolean elasticProcesses = elastic != null && elastic.nProcPerNode != null;
+        if (!elasticProcesses) {
+            env.put("PET_NPROC_PER_NODE", spec.nprocPerNode == null ? "auto" : spec.nprocPerNode);
+        }
         if (elastic == null) {
             env.put("PET_NNODES", Integer.toString(topology.worldSize()));
         } else {
-            env.put("PET_NNODES", KubeflowModel.elasticMin(spec) + ":" + KubeflowModel.elasticMax(spec));
             String host = elastic.rdzvHost != null ? elastic.rdzvHost
                     : JobTopology.podName(job.getMetadata().getName(), ReplicaTypes.WORKER, 0);
             int port = elastic.rdzvPort != null ? elastic.rdzvPort : portOf(ReplicaTypes.WORKER);
             env.put("PET_RDZV_ENDPOINT", host + ":" + port);
             env.put("PET_RDZV_BACKEND", elastic.rdzvBackend == null ? "c10d"
                     : elastic.rdzvBackend == ElasticPolicy.RendezvousBackend.etcdV2 ? "etcd-v2" : elastic.rdzvBackend.name());
+            env.put("PET_NNODES", KubeflowModel.elasticMin(spec) + ":" + KubeflowModel.elasticMax(spec));
             if (elastic.maxRestarts != null) {
                 env.put("PET_MAX_RESTARTS", elastic.maxRestarts.toString());
+            }
+            if (elasticProcesses) {
+                env.put("PET_NPROC_PER_NODE", elastic.nProcPerNode.toString());
             }
             if (elastic.rdzvId != null) {
                 env.put("PET_RDZV_ID", elastic.rdzvId);

@@ -131,6 +131,10 @@ public final class WorkloadSync {
                         "Not all pods are ready or succeeded");
             }
         }
+        if (!conditions.isTrue("Admitted") && conditions.find("PodsReady") != null) {
+            // As Kueue's integrations: a Workload that is not admitted (evicted, requeued) runs no ready pods.
+            conditions.set("PodsReady", false, "WaitForStart", "Not all pods are ready or succeeded");
+        }
         return new Changes(false, conditions.changed() ? status : null, active, null, false, false);
     }
 

@@ -104,6 +104,10 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Override
     public UpdateControl<J> reconcile(J job, Context<J> context) {
+        if (job.getMetadata().getDeletionTimestamp() != null) {
+            // Being deleted (foreground: its pods first): nothing is created for it any more; HeldWorkloads lets its Workload go.
+            return UpdateControl.noUpdate();
+        }
         Optional<String> unreadable = unreadableStatus(job);
         if (unreadable.isPresent()) {
             // Planning from an empty status would count restarts again and could undo an outcome: the job is

@@ -17,6 +17,7 @@ import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
+import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
@@ -36,7 +37,6 @@ import io.javaoperatorsdk.operator.processing.event.source.IndexerResourceCache;
 import io.javaoperatorsdk.operator.processing.GroupVersionKind;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
-import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
  * The jobs' Workloads in the cluster (Kueue's API, read and written here only): whether Kueue is
@@ -60,6 +60,12 @@ public class KueueWorkloads {
 
     @Inject
     Clock clock;
+
+    @Inject
+    HeldWorkloads held;
+
+    @Inject
+    JobEventRecorder events;
 
     /** Off (TORCHJOB_KUEUE_ENABLED=false, an install without Kueue's RBAC): Kueue is never looked for. */
     @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
@@ -224,7 +230,11 @@ public class KueueWorkloads {
         if (existing != null && !ours && forThisJob) {
             LOG.infof("%s %s/%s: its Workload %s was made by Kueue's own integration, which runs its queue", job.getKind(),
                     job.getMetadata().getNamespace(), job.getMetadata().getName(), name);
-            foreign.add(job.getMetadata().getUid());
+            if (foreign.add(job.getMetadata().getUid())) {
+                events.record(job, Plan.JobEvent.warning("WorkloadNotOurs", "Workload " + name + " was made by Kueue's own "
+                        + "integration for this kind, not by this operator: Kueue queues the job through its suspend field. With that "
+                        + "integration on, leave the kind out of Kueue's externalFrameworks (docs/kueue.md)."));
+            }
         }
         return false;
     }
@@ -350,9 +360,8 @@ public class KueueWorkloads {
     }
 
     /**
-     * The Workload informer of one controller. It also releases a Workload that is being deleted when its
-     * job is gone (deleted, or recreated under the same name): no pass of that job will run to do it, and
-     * Kueue's finalizer would keep the Workload forever.
+     * The Workload informer of one controller; it also tells {@link HeldWorkloads} of every Workload
+     * being deleted that Kueue's finalizer still holds, so that one whose job is gone is let go.
      */
     private final class WorkloadInformer<J extends HasMetadata> extends InformerEventSource<GenericKubernetesResource, J> {
         private final IndexerResourceCache<J> jobs;
@@ -367,55 +376,19 @@ public class KueueWorkloads {
         @Override
         public void onAdd(GenericKubernetesResource workload) {
             super.onAdd(workload);
-            releaseIfOrphan(workload);
+            held.observed(workload, id -> jobs.get(id).orElse(null), jobKind);
         }
 
         @Override
         public void onUpdate(GenericKubernetesResource before, GenericKubernetesResource workload) {
             super.onUpdate(before, workload);
-            releaseIfOrphan(workload);
+            held.observed(workload, id -> jobs.get(id).orElse(null), jobKind);
         }
 
-        private void releaseIfOrphan(GenericKubernetesResource workload) {
-            boolean held = workload.getMetadata().getFinalizers() != null
-                    && workload.getMetadata().getFinalizers().contains(KueueWorkload.FINALIZER);
-            if (workload.getMetadata().getDeletionTimestamp() == null || !held) {
-                return;
-            }
-            boolean inCache = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences().stream()
-                    .anyMatch(owner -> jobs.get(new ResourceID(owner.getName(), workload.getMetadata().getNamespace()))
-                            .filter(job -> lives(job, owner.getUid())).isPresent());
-            if (!inCache) {
-                // Not on the informer's thread: it delivers every other event. The job is asked for again
-                // first: at start the jobs' cache may not be filled yet.
-                Infrastructure.getDefaultWorkerPool().execute(() -> {
-                    boolean jobLives = workload.getMetadata().getOwnerReferences() != null && workload.getMetadata().getOwnerReferences()
-                            .stream().anyMatch(owner -> lives(KueueWorkloads.this.client.resources(jobKind).inNamespace(workload.getMetadata().getNamespace())
-                                    .withName(owner.getName()).get(), owner.getUid()));
-                    if (!jobLives) {
-                        release(workload);
-                    }
-                });
-            }
-        }
-
-        private static boolean lives(HasMetadata job, String uid) {
-            return job != null && uid.equals(job.getMetadata().getUid()) && job.getMetadata().getDeletionTimestamp() == null;
-        }
-    }
-
-    private void release(GenericKubernetesResource workload) {
-        try {
-            client.genericKubernetesResources(WORKLOADS).inNamespace(workload.getMetadata().getNamespace())
-                    .withName(workload.getMetadata().getName()).edit(w -> {
-                        w.getMetadata().getFinalizers().remove(KueueWorkload.FINALIZER);
-                        return w;
-                    });
-        } catch (KubernetesClientException e) {
-            if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND) {
-                LOG.warnf("could not release Workload %s/%s: %s", workload.getMetadata().getNamespace(), workload.getMetadata().getName(),
-                        e.getMessage());
-            }
+        @Override
+        public void onDelete(GenericKubernetesResource workload, boolean finalStateUnknown) {
+            super.onDelete(workload, finalStateUnknown);
+            held.gone(workload);
         }
     }
 

@@ -87,6 +87,11 @@ public class Leadership {
         Quarkus.asyncExit(1);
     }
 
+    /** Whether this process may write: it leads, or runs without leader election. */
+    boolean working() {
+        return !enabled || leading.get();
+    }
+
     /** Called first on shutdown: leading stops from now on without ending the process a second time. */
     void shuttingDown() {
         shuttingDown.set(true);

@@ -172,7 +172,7 @@ public class PlanExecutor {
     }
 
     private <S, J extends CustomResource<?, S>> void applyStatus(J job, S status, Context<J> context) {
-        if (serverSideApply) {
+        if (serverSideApply && !statusWrittenByOthers(job, context.getControllerConfiguration().fieldManager())) {
             // Only the status, under our field manager: a user's apply of the spec never conflicts with it.
             J applied = emptyLike(job);
             applied.setMetadata(new ObjectMetaBuilder().withName(job.getMetadata().getName())
@@ -189,6 +189,17 @@ public class PlanExecutor {
                 return fresh;
             });
         }
+    }
+
+    /**
+     * Whether another field manager wrote the job's status (a controller that ran it before, such as
+     * Kubeflow's training-operator before a take-over): an apply of ours never removes fields another
+     * manager owns, so such a job's status is written whole (replaced, with optimistic locking) and
+     * carries only what this operator computes.
+     */
+    static boolean statusWrittenByOthers(HasMetadata job, String fieldManager) {
+        return job.getMetadata().getManagedFields() != null && job.getMetadata().getManagedFields().stream()
+                .anyMatch(f -> "status".equals(f.getSubresource()) && !fieldManager.equals(f.getManager()));
     }
 
     /** A deep copy of the job, made the way JOSDK copies resources. */

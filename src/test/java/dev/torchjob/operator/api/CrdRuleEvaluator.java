@@ -25,7 +25,7 @@ import dev.cel.runtime.CelRuntimeFactory;
  * (transition rules only on update, where the old value exists) with cel-java.
  */
 public final class CrdRuleEvaluator {
-    public static final Path CRD_FILE = Path.of("kubernetes/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml");
+    public static final Path CRD_FILE = Path.of("kubernetes/base/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml");
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
     private final Map<String, Object> schema;

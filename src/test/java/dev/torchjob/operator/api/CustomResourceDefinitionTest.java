@@ -22,7 +22,7 @@ import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
- * The CRD users install from kubernetes/crd/ is the one the build generates (the build writes
+ * The CRD users install from kubernetes/base/crd/ is the one the build generates (the build writes
  * it during augmentation, before this test runs), and it gives kubectl what users need.
  */
 @QuarkusTest
@@ -36,7 +36,7 @@ class CustomResourceDefinitionTest {
     @Test
     void shippedCrdIsTheGeneratedOne() throws IOException {
         assertEquals(Files.readString(GENERATED), Files.readString(CrdRuleEvaluator.CRD_FILE),
-                "kubernetes/crd/ is out of date: run ./mvnw package -DskipTests and copy " + GENERATED + " to kubernetes/crd/");
+                "kubernetes/base/crd/ is out of date: run ./mvnw package -DskipTests and copy " + GENERATED + " to kubernetes/base/crd/");
     }
 
     @Test

@@ -174,7 +174,7 @@ class ApiServerContractIT {
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> crdSchema() throws IOException {
-        Path crd = Path.of("kubernetes/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml");
+        Path crd = Path.of("kubernetes/base/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml");
         Map<String, Object> object = Serialization.unmarshal(Files.readString(crd), Map.class);
         Map<String, Object> version = ((List<Map<String, Object>>) ((Map<String, Object>) object.get("spec")).get("versions")).get(0);
         return (Map<String, Object>) ((Map<String, Object>) version.get("schema")).get("openAPIV3Schema");
@@ -287,7 +287,7 @@ class ApiServerContractIT {
                         .until(() -> admin.genericKubernetesResources(JOBS).inNamespace(cluster.namespace).resource(job).create() != null);
             }
         } finally {
-            kubectl.run("apply", "--server-side", "--force-conflicts", "--field-manager=platform-team", "-f", "kubernetes/crd/").orFail();
+            kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "kubernetes/base/crd/").orFail();
         }
         cluster.submit(job("ok", "runPolicy: {backoffLimit: 1}"));
         cluster.awaitPodNames("ok-worker-0");

@@ -26,6 +26,32 @@ class KubectlIT {
     }
 
 
+    /**
+     * Every install command the README and docs give (kubectl apply of this repository's kustomize
+     * directories and manifests), run as written, after the install: kustomize builds each one and the
+     * server takes it again. The examples and monitoring manifests are run where what they need exists
+     * (KueueIT, the monitoring tests).
+     */
+    @Test
+    void everyInstallCommandInTheReadmeAndDocsRunsAsWritten() throws java.io.IOException {
+        List<String> commands = new java.util.ArrayList<>();
+        List<java.nio.file.Path> texts = new java.util.ArrayList<>(List.of(java.nio.file.Path.of("README.md")));
+        try (var docs = java.nio.file.Files.list(java.nio.file.Path.of("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).forEach(texts::add);
+        }
+        for (java.nio.file.Path text : texts) {
+            java.nio.file.Files.readAllLines(text).stream().map(String::strip)
+                    .filter(l -> l.startsWith("kubectl apply ") && (l.contains(" kubernetes/base") || l.matches(".* -k kubernetes/\\S*.*")))
+                    .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
+        }
+        assertTrue(commands.contains("kubectl apply -k kubernetes/kubeflow/") && commands.contains("kubectl apply -k kubernetes/"),
+                "the README's and user guide's: " + commands);
+        for (String command : commands) {
+            Kubectl.Result result = kubectl.run(command.substring("kubectl ".length()).split("\\s+"));
+            assertEquals(0, result.exitCode(), command + ": " + result.err());
+        }
+    }
+
     static List<String> columns(String line) {
         return List.of(line.trim().split("\\s{2,}"));
     }

@@ -10,7 +10,12 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
@@ -69,9 +74,65 @@ class KubeflowIT {
                 "elasticPolicy.metrics: an autoscaler scales the workers through the scale subresource");
         kubectl.run("scale", "pytorchjob/elastic-example", "-n", ns, "--replicas=3").orFail();
         cluster.awaitPodNames("elastic-example-worker-0", "elastic-example-worker-1", "elastic-example-worker-2");
-        assertEquals("training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/job-name=elastic-example,"
+        assertEquals("training.kubeflow.org/job-name=elastic-example,training.kubeflow.org/operator-name=pytorchjob-controller,"
                 + "training.kubeflow.org/replica-type=worker", kubectl.run("get", "pytorchjob", "elastic-example", "-n", ns,
                         "--subresource=scale", "-o", "jsonpath={.status.selector}").orFail().out().strip());
+        admin.namespaces().withName(ns).delete();
+    }
+
+    /**
+     * docs/kubeflow.md's migration: a PyTorchJob another controller started (pods, Services and status
+     * written under its field manager, as Kubeflow's training-operator does) is taken over: its pods are
+     * kept, and its status says only what this operator computes (no field the other one wrote stays).
+     */
+    @Test
+    void aJobStartedByAnotherControllerIsTakenOverWithItsPodsKeptAndItsStatusMadeOurs() throws Exception {
+        install.stopSharedOperator();
+        OperatorHarness cluster = install.harness("kubeflow-takeover");
+        String ns = cluster.namespace;
+        PyTorchJob job = cluster.submitPyTorchJob("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: taken}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                    Worker: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """);
+        // The other controller: Kubeflow's pods and Services (the same names and labels), and its status.
+        var started = KubeflowPlanner.plan(job, List.of(), java.util.Set.of(), java.time.Instant.now(), java.util.Map.of(),
+                dev.torchjob.operator.engine.RestartBackoff.NONE);
+        started.podsToCreate().forEach(p -> admin.pods().inNamespace(ns).resource(p).create());
+        started.servicesToCreate().forEach(svc -> admin.services().inNamespace(ns).resource(svc).create());
+        cluster.runAll();
+        try (KubernetesClient kubeflow = new KubernetesClientBuilder().withConfig(new ConfigBuilder(admin.getConfiguration())
+                .withUserAgent("training-operator/v1.9.4").build()).build()) {
+            PyTorchJob current = kubeflow.resources(PyTorchJob.class).inNamespace(ns).withName("taken").get();
+            current.setStatus(admin.getKubernetesSerialization().unmarshal("""
+                    conditions:
+                    - {type: Created, status: "True", reason: PyTorchJobCreated, message: "PyTorchJob taken is created."}
+                    - {type: Running, status: "True", reason: PyTorchJobRunning, message: "PyTorchJob taken is running."}
+                    replicaStatuses:
+                      Master: {active: 1, selector: "training.kubeflow.org/job-name=taken"}
+                      Worker: {active: 1, selector: "training.kubeflow.org/job-name=taken"}
+                    lastReconcileTime: "2026-01-01T00:00:00Z"
+                    """, PyTorchJobStatus.class));
+            kubeflow.resources(PyTorchJob.class).inNamespace(ns).resource(current).updateStatus();
+        }
+        java.util.Set<String> uids = new java.util.HashSet<>(cluster.pods().stream().map(p -> p.getMetadata().getUid()).toList());
+
+        install.operator(); // ours starts
+        cluster.kubelet.exit("taken-master-0", 0);
+        cluster.awaitState("taken", "Succeeded");
+        assertEquals(uids, new java.util.HashSet<>(cluster.pods().stream().map(p -> p.getMetadata().getUid()).toList()),
+                "the pods the other controller made are kept");
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            PyTorchJobStatus status = cluster.pytorchJob("taken").getStatus();
+            return status.replicaStatuses.get("Master").active == null && Integer.valueOf(1).equals(status.replicaStatuses.get("Master").succeeded);
+        });
+        PyTorchJobStatus status = cluster.pytorchJob("taken").getStatus();
+        assertEquals(null, status.lastReconcileTime, "no field the other controller wrote stays");
+        assertTrue(status.replicaStatuses.get("Master").selector.contains("operator-name=pytorchjob-controller"), "our selector");
         admin.namespaces().withName(ns).delete();
     }
 }

@@ -13,7 +13,8 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
  * Our operator installed into the test control plane the way the README tells a platform team to:
- * {@code kubectl apply --server-side} of the CRD, namespace and RBAC from {@code kubernetes/}; then
+ * {@code kubectl apply --server-side -k kubernetes/kubeflow/} (the CRDs, namespace, RBAC and an inert
+ * Deployment: no deployment controller runs here); then
  * the operator runs as the install's ServiceAccount. One install and one shared operator per JVM;
  * tests that kill or freeze the operator start their own.
  */
@@ -36,9 +37,8 @@ public final class OperatorInstall {
         if (instance == null) {
             ControlPlane cluster = ControlPlane.get();
             Kubectl kubectl = cluster.kubectl();
-            kubectl.run("apply", "--server-side", "--field-manager=platform-team",
-                    "-f", "kubernetes/crd/", "-f", "kubernetes/namespace.yaml", "-f", "kubernetes/rbac.yaml",
-                    "-f", "kubernetes/kubeflow/crd/", "-f", "kubernetes/kubeflow/rbac.yaml").orFail();
+            // As docs/install.md says (the Deployment is inert here: the tests run the operator themselves).
+            kubectl.run("apply", "--server-side", "-k", "kubernetes/kubeflow/").orFail();
             kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
                     "crd/pytorchtrainingjobs.batch.tensorstack.dev", "crd/pytorchjobs.kubeflow.org").orFail();
             try {

@@ -19,7 +19,7 @@ import dev.torchjob.operator.testing.PackagedOperator;
 /**
  * The packaged operator as it runs in a cluster: its production profile plus, normally, the install's
  * run-time settings (leader election), authenticated as the install's ServiceAccount with a token
- * from the TokenRequest API, so a verb missing from kubernetes/rbac.yaml fails the test.
+ * from the TokenRequest API, so a verb missing from kubernetes/base/rbac.yaml fails the test.
  */
 public final class OperatorProcess implements AutoCloseable {
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);

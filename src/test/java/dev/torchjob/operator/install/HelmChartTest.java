@@ -65,17 +65,17 @@ class HelmChartTest {
     @Test
     void defaultsInstallWhatTheKustomizeManifestsInstall() throws IOException {
         List<HasMetadata> chart = HelmChart.render(null, Map.of());
-        List<HasMetadata> rbac = load("rbac.yaml");
+        List<HasMetadata> rbac = load("base/rbac.yaml");
 
         assertEquals(grants(only(rbac, ClusterRole.class).getRules()), grants(only(chart, ClusterRole.class).getRules()),
-                "the chart's ClusterRole grants exactly the install manifests' (kubernetes/rbac.yaml)");
+                "the chart's ClusterRole grants exactly the install manifests' (kubernetes/base/rbac.yaml)");
         assertEquals(grants(only(rbac, Role.class).getRules()), grants(only(chart, Role.class).getRules()), "leader election");
         ClusterRoleBinding binding = only(chart, ClusterRoleBinding.class);
         assertEquals(HelmChart.RELEASE, binding.getSubjects().get(0).getName());
         assertEquals(HelmChart.NAMESPACE, binding.getSubjects().get(0).getNamespace());
         assertEquals(HelmChart.RELEASE, only(chart, ServiceAccount.class).getMetadata().getName());
 
-        Deployment manifest = only(load("deployment.yaml"), Deployment.class);
+        Deployment manifest = only(load("base/deployment.yaml"), Deployment.class);
         Deployment rendered = only(chart, Deployment.class);
         var manifestPod = manifest.getSpec().getTemplate().getSpec();
         var renderedPod = rendered.getSpec().getTemplate().getSpec();
@@ -102,7 +102,7 @@ class HelmChartTest {
 
         CustomResourceDefinition crd = only(chart, CustomResourceDefinition.class);
         assertEquals("pytorchtrainingjobs.batch.tensorstack.dev", crd.getMetadata().getName());
-        assertEquals(crdFile("kubernetes/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml").getSpec(), crd.getSpec(),
+        assertEquals(crdFile("kubernetes/base/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml").getSpec(), crd.getSpec(),
                 "the CRD the build generates, unchanged");
         assertEquals("keep", crd.getMetadata().getAnnotations().get("helm.sh/resource-policy"),
                 "uninstalling the release must not delete every job");
@@ -148,9 +148,9 @@ class HelmChartTest {
         ClusterRole clusterReads = only(chart, ClusterRole.class);
         Set<String> granted = new HashSet<>(grants(roles.get(0).getRules()));
         granted.addAll(grants(clusterReads.getRules()));
-        Set<String> manifests = new HashSet<>(grants(only(load("rbac.yaml"), ClusterRole.class).getRules()));
+        Set<String> manifests = new HashSet<>(grants(only(load("base/rbac.yaml"), ClusterRole.class).getRules()));
         manifests.addAll(grants(only(load("kubeflow/rbac.yaml"), ClusterRole.class).getRules()));
-        assertEquals(manifests, granted, "kubernetes/rbac.yaml and kubernetes/kubeflow/rbac.yaml, split by scope");
+        assertEquals(manifests, granted, "kubernetes/base/rbac.yaml and kubernetes/kubeflow/rbac.yaml, split by scope");
         assertTrue(grants(clusterReads.getRules()).stream().allMatch(g -> g.endsWith(":get") || g.endsWith(":list") || g.endsWith(":watch")),
                 "nothing but reads cluster-wide");
 
@@ -224,7 +224,7 @@ class HelmChartTest {
     @Test
     void chartFilesAreTheOnesTheRestOfTheRepositoryTests() throws IOException {
         // Helm reads only files inside the chart: these are copies, kept equal here.
-        for (String file : List.of("crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "kubeflow/crd/pytorchjobs.kubeflow.org-v1.yml",
+        for (String file : List.of("base/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "kubeflow/crd/pytorchjobs.kubeflow.org-v1.yml",
                 "monitoring/grafana-dashboard.json", "monitoring/alert-rules.yaml")) {
             Path copy = HelmChart.DIRECTORY.resolve("files").resolve(Path.of(file).getFileName());
             assertEquals(Files.readString(Path.of("kubernetes", file)), Files.readString(copy),

@@ -58,7 +58,7 @@ class InstallManifestsTest {
 
     @Test
     void clusterRoleGrantsExactlyWhatTheOperatorUses() throws IOException {
-        ClusterRole role = only(load("rbac.yaml"), ClusterRole.class);
+        ClusterRole role = only(load("base/rbac.yaml"), ClusterRole.class);
         Map<String, Set<String>> verbs = verbs(role.getRules());
         assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchtrainingjobs"));
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchtrainingjobs/status"));
@@ -81,7 +81,7 @@ class InstallManifestsTest {
 
     @Test
     void leaderElectionLeaseIsDeclared() throws IOException {
-        Role role = only(load("rbac.yaml"), Role.class);
+        Role role = only(load("base/rbac.yaml"), Role.class);
         assertEquals("torchjob-system", role.getMetadata().getNamespace());
         assertEquals(Set.of("get", "create", "update", "patch"), verbs(role.getRules()).get("leases"));
         assertEquals(List.of("coordination.k8s.io"), role.getRules().get(0).getApiGroups());
@@ -89,7 +89,7 @@ class InstallManifestsTest {
 
     @Test
     void deploymentRunsHardenedWithProbesLimitsAndLeaderElection() throws IOException {
-        Deployment deployment = only(load("deployment.yaml"), Deployment.class);
+        Deployment deployment = only(load("base/deployment.yaml"), Deployment.class);
         var pod = deployment.getSpec().getTemplate().getSpec();
         assertEquals("torchjob-operator", pod.getServiceAccountName());
         assertTrue(pod.getSecurityContext().getRunAsNonRoot());
@@ -116,11 +116,12 @@ class InstallManifestsTest {
 
     @Test
     void kustomizationListsEveryManifest() throws IOException {
-        String kustomization = Files.readString(Path.of("kubernetes/kustomization.yaml"));
+        String kustomization = Files.readString(Path.of("kubernetes/base/kustomization.yaml"));
         for (String file : List.of("crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "namespace.yaml", "rbac.yaml", "deployment.yaml")) {
             assertTrue(kustomization.contains(file), file);
-            assertTrue(Files.exists(Path.of("kubernetes", file)), file);
+            assertTrue(Files.exists(Path.of("kubernetes/base", file)), file);
         }
+        assertTrue(Files.readString(Path.of("kubernetes/kustomization.yaml")).contains("- base\n"), "kubectl apply -k kubernetes/");
     }
 
     @Test
@@ -135,7 +136,7 @@ class InstallManifestsTest {
                 "the elastic job's autoscaler");
         assertEquals(5, verbs.size());
         String kustomization = Files.readString(Path.of("kubernetes/kubeflow/kustomization.yaml"));
-        for (String file : List.of("../", "crd/pytorchjobs.kubeflow.org-v1.yml", "rbac.yaml")) {
+        for (String file : List.of("../base", "crd/pytorchjobs.kubeflow.org-v1.yml", "rbac.yaml")) {
             assertTrue(kustomization.contains("  - " + file), file);
         }
         assertTrue(kustomization.contains("name: TORCHJOB_KUBEFLOW_ENABLED") && kustomization.contains("value: \"true\""));

@@ -34,6 +34,8 @@ final class KubeflowCluster {
     RestartBackoff backoff = RestartBackoff.NONE;
     /** The job's HorizontalPodAutoscaler, once a plan applied one. */
     HorizontalPodAutoscaler autoscaler;
+    /** Where the job stands with its queue, as the reconciler would observe it from the job's Workload. */
+    dev.torchjob.operator.engine.QueueAdmission queue = dev.torchjob.operator.engine.QueueAdmission.NOT_QUEUED;
 
     KubeflowCluster(String yaml) {
         this.job = KubeflowModelTest.parse(yaml);
@@ -41,7 +43,7 @@ final class KubeflowCluster {
 
     Plan<PyTorchJobStatus> reconcile() {
         Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services,
-                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff);
+                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff, queue);
         plans.add(plan);
         plan.objectsToDelete().forEach(o -> autoscaler = null);
         plan.objectsToApply().forEach(o -> autoscaler = (HorizontalPodAutoscaler) o);

@@ -53,8 +53,8 @@ class KubeflowPlannerTest {
         assertEquals("PyTorchJob " + job + " is running.", condition(cluster, "Running").message);
         assertEquals(1, replicas(cluster, "Master").active);
         assertEquals(3, replicas(cluster, "Worker").active);
-        assertEquals("training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/job-name=" + job
-                + ",training.kubeflow.org/replica-type=worker", replicas(cluster, "Worker").selector);
+        assertEquals("training.kubeflow.org/job-name=" + job + ",training.kubeflow.org/operator-name=pytorchjob-controller"
+                + ",training.kubeflow.org/replica-type=worker", replicas(cluster, "Worker").selector, "keys sorted, as Kubeflow writes it");
         assertEquals("worker", replicas(cluster, "Worker").labelSelector.getMatchLabels().get("training.kubeflow.org/replica-type"));
 
         cluster.exit(job + "-master-0", 0);
@@ -164,12 +164,16 @@ class KubeflowPlannerTest {
     @Test
     void cleanPodPolicyAllDeletesEveryPodAndService() {
         KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: All}\npytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.job.getMetadata().setNamespace("team-a");
         cluster.started();
+        assertEquals("PyTorchJob team-a/j is running.", condition(cluster, "Running").message, "Kubeflow's words for a job without a Master");
         cluster.exit("j-worker-0", 0);
         cluster.exit("j-worker-1", 0);
         cluster.settle();
         assertEquals("Succeeded", cluster.state(), "without a Master, every worker succeeded");
+        assertEquals("PyTorchJob team-a/j successfully completed.", condition(cluster, "Succeeded").message);
         assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty());
+        assertEquals(2, replicas(cluster, "Worker").succeeded, "the counts of the moment it ended stay after the clean-up");
     }
 
     @Test
@@ -180,6 +184,33 @@ class KubeflowPlannerTest {
         assertEquals("InvalidSpec", cluster.job.getStatus().failureReason);
         assertTrue(condition(cluster, "Failed").message.contains("spec.pytorchReplicaSpecs.Master.replicas must be 1"));
         assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty());
+    }
+
+    @Test
+    void aQueuedJobShowsWhatKueueLastSaidWithoutMovingItsCondition() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.queue = new dev.torchjob.operator.engine.QueueAdmission.Waiting("user-queue", "its Workload is being created");
+        cluster.settle();
+        String since = condition(cluster, "Queued").lastTransitionTime;
+        cluster.now = cluster.now.plusSeconds(3);
+        cluster.queue = new dev.torchjob.operator.engine.QueueAdmission.Waiting("user-queue",
+                "couldn't assign flavors to pod set worker: insufficient unused quota for cpu in flavor kwok");
+        assertTrue(cluster.reconcile().statusChanged());
+        assertEquals("Queued", cluster.state());
+        assertTrue(condition(cluster, "Queued").message.contains("insufficient unused quota"), condition(cluster, "Queued").message);
+        assertEquals(since, condition(cluster, "Queued").lastTransitionTime, "still waiting: not a transition");
+        assertTrue(cluster.pods.isEmpty());
+    }
+
+    @Test
+    void aJobWhosePodsRanAndEndedBetweenTwoPassesStillSaysItRan() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Master: {template: " + POD + "}\n  Worker: {template: " + POD + "}");
+        cluster.settle();
+        assertEquals(List.of("Created=True"), cluster.conditionTypes());
+        cluster.exit("j-master-0", 0);
+        cluster.exit("j-worker-0", 0);
+        cluster.reconcile();
+        assertEquals(List.of("Created=True", "Running=False", "Succeeded=True"), cluster.conditionTypes(), "as a job seen running");
     }
 
     @Test

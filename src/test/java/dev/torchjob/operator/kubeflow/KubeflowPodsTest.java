@@ -120,6 +120,8 @@ class KubeflowPodsTest {
         Map<String, String> env = env(pytorch(pods(example("05-elastic.yaml")).get("elastic-example-worker-1")));
         assertEquals(Map.of("PYTHONUNBUFFERED", "1", "PET_NPROC_PER_NODE", "1", "PET_NNODES", "2:4",
                 "PET_RDZV_ENDPOINT", "elastic-example-worker-0:23456", "PET_RDZV_BACKEND", "c10d", "PET_MAX_RESTARTS", "10"), env);
+        assertEquals(List.of("PYTHONUNBUFFERED", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_NNODES",
+                "PET_MAX_RESTARTS"), List.copyOf(env.keySet()), "Kubeflow's order");
         Map<String, String> everything = env(pytorch(pods(KubeflowModelTest.job("""
                 elasticPolicy:
                   maxReplicas: 3
@@ -140,6 +142,8 @@ class KubeflowPodsTest {
         assertEquals("timeout=900,join_timeout=60", everything.get("PET_RDZV_CONF"));
         assertEquals("", everything.get("PET_STANDALONE"));
         assertEquals("2", everything.get("PET_NPROC_PER_NODE"), "the deprecated field, when it is the one set");
+        assertEquals(List.of("PYTHONUNBUFFERED", "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ID",
+                "PET_RDZV_CONF", "PET_STANDALONE"), List.copyOf(everything.keySet()), "Kubeflow's order, the deprecated field among the elastic ones");
     }
 
     @Test

@@ -96,6 +96,30 @@ class WorkloadSyncTest {
     }
 
     @Test
+    void anEvictedWorkloadNoLongerSaysItsPodsAreReady() {
+        Map<String, Object> status = sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+                - {type: PodsReady, status: "True", reason: Started, message: "All pods reached readiness and the workload is running"}
+                - {type: Evicted, status: "True", reason: Preempted, message: "Preempted to accommodate a higher priority Workload"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """)).status();
+        assertEquals(List.of("False", "WaitForStart"), List.of(condition(status, "PodsReady").get("status"),
+                condition(status, "PodsReady").get("reason")), "released with the reservation, until the pods run again");
+
+        assertFalse(sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                - {type: PodsReady, status: "False", reason: WaitForStart, message: "Not all pods are ready or succeeded"}
+                """)).any(), "a waiting Workload already saying so is not written again");
+    }
+
+    @Test
     void anEvictionForAnyOtherReasonIsNotRequeuedByTheJob() {
         Map<String, Object> status = sync(job(PENDING, false, 0, 0), workload("""
                 conditions:

@@ -344,6 +344,7 @@ class KueueTest {
             return p;
         });
         cluster.awaitPodNames("p-master-0", "p-worker-0", "p-worker-1");
+        cluster.awaitEvent("WorkloadNotOurs", "was made by Kueue's own integration");
         assertEquals(1, kueue.workloads().size(), "no second Workload");
         var nodeSelector = cluster.pod("p-master-0").getSpec().getNodeSelector();
         assertTrue(nodeSelector == null || nodeSelector.isEmpty(), "no admission of ours applied: " + nodeSelector);

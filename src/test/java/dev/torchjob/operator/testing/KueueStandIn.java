@@ -13,7 +13,6 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinitionBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -54,43 +53,6 @@ public final class KueueStandIn {
                     .addNewVersion().withName("v1beta2").withServed(true).withStorage(true).withNewSubresources().withNewStatus()
                     .endStatus().endSubresources().endVersion()
                     .endSpec().build()).createOr(existing -> existing.update());
-        }
-    }
-
-    /**
-     * Kueue's own CRDs (fetched by tools/control-plane/kueue-crds.sh) for a real API server, which checks
-     * every write against their schemas and CEL rules: Workload at v1beta2 only (the storage version;
-     * v1beta1 would need Kueue's conversion webhook), ResourceFlavor, WorkloadPriorityClass, ClusterQueue
-     * and LocalQueue (each at v1beta2 only).
-     */
-    public static void installKueuesApi(KubernetesClient client) {
-        try {
-            Process fetch = new ProcessBuilder("tools/control-plane/kueue-crds.sh").redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            String dir = new String(fetch.getInputStream().readAllBytes()).strip();
-            if (fetch.waitFor() != 0) {
-                throw new AssertionError("tools/control-plane/kueue-crds.sh failed");
-            }
-            for (String kind : List.of("workloads", "resourceflavors", "workloadpriorityclasses", "clusterqueues", "localqueues")) {
-                CustomResourceDefinition crd;
-                try (var in = java.nio.file.Files.newInputStream(java.nio.file.Path.of(dir, "kueue.x-k8s.io_" + kind + ".yaml"))) {
-                    crd = client.getKubernetesSerialization().unmarshal(in, CustomResourceDefinition.class);
-                }
-                crd.getSpec().getVersions().removeIf(v -> !"v1beta2".equals(v.getName()));
-                crd.getSpec().getVersions().get(0).setStorage(true);
-                crd.getSpec().setConversion(null);
-                client.apiextensions().v1().customResourceDefinitions().resource(crd).forceConflicts().serverSideApply();
-                await().atMost(WAIT).until(() -> {
-                    var status = client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName()).get().getStatus();
-                    // Right after the apply the API server may not have written any condition yet.
-                    return status != null && status.getConditions() != null && status.getConditions().stream()
-                            .anyMatch(c -> "Established".equals(c.getType()) && "True".equals(c.getStatus()));
-                });
-            }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
         }
     }
 

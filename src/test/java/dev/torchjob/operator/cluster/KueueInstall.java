@@ -1,0 +1,307 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
+import io.fabric8.kubernetes.api.model.Secret;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * The real Kueue in the test control plane, installed as a platform team installs it: its own
+ * manifests ({@code kubectl kustomize config/default} of its module, at the version in
+ * tools/control-plane/versions.env), configured as docs/kueue.md says (both job kinds as external
+ * frameworks, {@code kubernetes/kueue-rbac.yaml}), and its controller manager run as a process on
+ * loopback under its ServiceAccount, webhooks and CRD conversion included. What differs from a
+ * cluster is only where things live: the webhooks and conversion are called at
+ * {@code https://127.0.0.1:<port>} instead of a Service, its internal certificate management finds
+ * a serving certificate already valid for that address in its Secret, and the visibility API server
+ * (an aggregated API behind a Service) is off.
+ *
+ * <p>Started by the tests that need it, stopped (webhook configurations removed) when they are done,
+ * so the other tests' pods never depend on it.
+ */
+public final class KueueInstall implements AutoCloseable {
+    static final String NAMESPACE = "kueue-system";
+    static final String SERVICE_ACCOUNT = "kueue-controller-manager";
+    static final String CONFIG_MAP = "kueue-manager-config";
+    static final String CONFIG_KEY = "controller_manager_config.yaml";
+    static final String CERT_SECRET = "kueue-webhook-server-cert";
+    static final String WEBHOOK_HOST = "kueue-webhook-service." + NAMESPACE + ".svc";
+    /** Kueue's waitForPodsReady timeout here: admitted pods not all ready by then are evicted and requeued. */
+    public static final Duration PODS_READY_TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
+
+    private final ControlPlane cluster;
+    private final Path binary;
+    private final Path work;
+    private final int webhookPort = ControlPlane.freePort();
+    private final int healthPort = ControlPlane.freePort();
+    private final int metricsPort = ControlPlane.freePort();
+    private Process process;
+
+    private KueueInstall(ControlPlane cluster, Path binary) {
+        this.cluster = cluster;
+        this.binary = binary;
+        this.work = cluster.work.resolve("kueue");
+    }
+
+    /** Installs Kueue and starts its controller manager; returns once it is ready (webhooks served). */
+    public static KueueInstall start(ControlPlane cluster) {
+        List<String> provisioned = provision();
+        KueueInstall kueue = new KueueInstall(cluster, Path.of(provisioned.get(0)));
+        try {
+            kueue.install(Path.of(provisioned.get(1)));
+            kueue.run();
+        } catch (IOException | RuntimeException e) {
+            kueue.close();
+            throw new AssertionError("Kueue did not start: " + e.getMessage() + " (log in " + cluster.work.resolve("logs") + ")", e);
+        }
+        return kueue;
+    }
+
+    private static List<String> provision() {
+        Path script = Path.of("tools", "control-plane", "kueue.sh").toAbsolutePath();
+        try {
+            Process p = new ProcessBuilder("bash", script.toString()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
+            if (p.waitFor() != 0 || lines.size() < 2) {
+                throw new AssertionError(script + " exited with " + p.exitValue() + " (its messages are above)");
+            }
+            return lines.subList(lines.size() - 2, lines.size());
+        } catch (IOException e) {
+            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    private void install(Path module) throws IOException {
+        Files.createDirectories(work);
+        Kubectl kubectl = cluster.kubectl();
+        String manifests = kubectl.run("kustomize", module.resolve("config/default").toString()).orFail().out();
+        KubernetesClient admin = cluster.admin();
+        KubernetesSerialization json = admin.getKubernetesSerialization();
+        String base = "https://127.0.0.1:" + webhookPort;
+        List<HasMetadata> objects = new ArrayList<>();
+        for (HasMetadata object : admin.load(new ByteArrayInputStream(manifests.getBytes(StandardCharsets.UTF_8))).items()) {
+            switch (object.getKind()) {
+                // Its Pod, Service endpoints and aggregated visibility API need a node network this cluster does not have.
+                case "Deployment", "APIService" -> {
+                    continue;
+                }
+                case "MutatingWebhookConfiguration" ->
+                        ((MutatingWebhookConfiguration) object).getWebhooks().forEach(w -> atLoopback(w.getClientConfig(), base));
+                case "ValidatingWebhookConfiguration" ->
+                        ((ValidatingWebhookConfiguration) object).getWebhooks().forEach(w -> atLoopback(w.getClientConfig(), base));
+                case "CustomResourceDefinition" -> {
+                    var conversion = ((CustomResourceDefinition) object).getSpec().getConversion();
+                    if (conversion != null && conversion.getWebhook() != null) {
+                        var config = conversion.getWebhook().getClientConfig();
+                        config.setUrl(base + config.getService().getPath());
+                        config.setService(null);
+                    }
+                }
+                case "ConfigMap" -> ((ConfigMap) object).getData().put(CONFIG_KEY, json.asYaml(configuration(json,
+                        ((ConfigMap) object).getData().get(CONFIG_KEY))));
+                case "Secret" -> ((Secret) object).setStringData(servingCertificate());
+                default -> {
+                }
+            }
+            objects.add(object);
+        }
+        Path file = work.resolve("install.yaml");
+        Files.writeString(file, json.asYaml(new KubernetesListBuilder().withItems(objects).build()));
+        kubectl.run("apply", "--server-side", "-f", file.toString(),
+                "-f", "kubernetes/kueue-rbac.yaml").orFail();
+        kubectl.run("wait", "--for=condition=Established", "--timeout=60s", "crd", "-l", "app.kubernetes.io/name=kueue").orFail();
+        // The process reads its configuration from a file where the Deployment would mount the ConfigMap.
+        Files.writeString(work.resolve("config.yaml"), admin.configMaps().inNamespace(NAMESPACE).withName(CONFIG_MAP).get()
+                .getData().get(CONFIG_KEY));
+    }
+
+    private static void atLoopback(WebhookClientConfig config, String base) {
+        config.setUrl(base + config.getService().getPath());
+        config.setService(null);
+    }
+
+    /**
+     * The shipped configuration with what docs/kueue.md tells a platform team to add (both kinds as
+     * external frameworks), waitForPodsReady on (short, so its eviction is tested), and loopback's needs.
+     */
+    @SuppressWarnings("unchecked")
+    private Map<String, Object> configuration(KubernetesSerialization json, String shipped) {
+        Map<String, Object> config = json.unmarshal(shipped, LinkedHashMap.class);
+        ((Map<String, Object>) config.computeIfAbsent("integrations", k -> new LinkedHashMap<>())).put("externalFrameworks",
+                List.of("PyTorchTrainingJob.v1beta1.batch.tensorstack.dev", "PyTorchJob.v1.kubeflow.org"));
+        config.put("waitForPodsReady", Map.of("timeout", PODS_READY_TIMEOUT.toSeconds() + "s", "blockAdmission", false,
+                "requeuingStrategy", Map.of("timestamp", "Eviction", "backoffBaseSeconds", 1, "backoffMaxSeconds", 5)));
+        config.put("health", Map.of("healthProbeBindAddress", "127.0.0.1:" + healthPort));
+        config.put("metrics", Map.of("bindAddress", "127.0.0.1:" + metricsPort));
+        config.put("webhook", Map.of("port", webhookPort, "host", "127.0.0.1", "certDir", work.resolve("certs").toString()));
+        config.put("leaderElection", Map.of("leaderElect", false));
+        config.put("featureGates", Map.of("VisibilityOnDemand", false));
+        return config;
+    }
+
+    /**
+     * A CA and serving certificate as Kueue's certificate rotator makes them (CA named kueue-ca; the
+     * certificate for the webhook Service's DNS name), also valid for 127.0.0.1: the rotator keeps a
+     * valid pair and injects the CA into the webhooks and CRDs.
+     */
+    private Map<String, String> servingCertificate() throws IOException {
+        Path dir = work.resolve("pki");
+        Files.createDirectories(dir);
+        openssl(dir, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.pkcs8", "-out", "ca.crt", "-days", "3650",
+                "-subj", "/O=kueue/CN=kueue-ca", "-addext", "subjectAltName=DNS:kueue-ca",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign");
+        openssl(dir, "rsa", "-in", "ca.pkcs8", "-traditional", "-out", "ca.key");
+        openssl(dir, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.pkcs8", "-out", "tls.csr", "-subj", "/CN=" + WEBHOOK_HOST);
+        openssl(dir, "rsa", "-in", "tls.pkcs8", "-traditional", "-out", "tls.key");
+        Files.writeString(dir.resolve("tls.ext"), "subjectAltName=DNS:" + WEBHOOK_HOST + ",IP:127.0.0.1\n"
+                + "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n");
+        openssl(dir, "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt",
+                "-days", "3650", "-extfile", "tls.ext");
+        Map<String, String> data = new LinkedHashMap<>();
+        for (String name : List.of("ca.crt", "ca.key", "tls.crt", "tls.key")) {
+            data.put(name, Files.readString(dir.resolve(name)));
+        }
+        // Where the Deployment mounts the Secret: the webhook server serves the pair from there.
+        Path certs = Files.createDirectories(work.resolve("certs"));
+        Files.writeString(certs.resolve("tls.crt"), data.get("tls.crt"));
+        Files.writeString(certs.resolve("tls.key"), data.get("tls.key"));
+        return data;
+    }
+
+    private static void openssl(Path dir, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of("openssl"));
+        command.addAll(List.of(args));
+        try {
+            Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (p.waitFor() != 0) {
+                throw new IOException("openssl " + String.join(" ", args) + ": " + out);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException(e);
+        }
+    }
+
+    private void run() throws IOException {
+        KubernetesClient admin = cluster.admin();
+        String token = admin.serviceAccounts().inNamespace(NAMESPACE).withName(SERVICE_ACCOUNT)
+                .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
+                .getStatus().getToken();
+        Path kubeconfig = work.resolve("kueue.kubeconfig");
+        ControlPlane.writeKubeconfig(kubeconfig, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
+        Path log = cluster.work.resolve("logs").resolve("kueue.log");
+        process = new ProcessBuilder(binary.toString(), "--config=" + work.resolve("config.yaml"), "--kubeconfig=" + kubeconfig)
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            if (!process.isAlive()) {
+                throw new IOException("Kueue's controller manager exited with " + process.exitValue() + "; see " + log);
+            }
+            try {
+                // Ready once its certificates are in place and its webhook server answers.
+                if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + healthPort + "/readyz")).build(),
+                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException(e);
+            }
+            ControlPlane.sleep(250);
+        }
+        throw new IOException("Kueue was not ready within " + START_TIMEOUT + "; see " + log);
+    }
+
+    /**
+     * Queues for the jobs of one namespace: a ClusterQueue of its own with {@code cpu} of quota on the
+     * flavor of the kwok nodes (ResourceFlavor {@code kwok}: node label type=kwok), preempting lower
+     * priorities within it, and the LocalQueue {@code user-queue}; and the WorkloadPriorityClasses
+     * {@code low} (100) and {@code high} (1000).
+     */
+    public void queues(String namespace, String cpu) {
+        cluster.kubectl().runWithInput("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: ResourceFlavor
+                metadata: {name: kwok}
+                spec: {nodeLabels: {type: kwok}}
+                ---
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: WorkloadPriorityClass
+                metadata: {name: low}
+                value: 100
+                ---
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: WorkloadPriorityClass
+                metadata: {name: high}
+                value: 1000
+                ---
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: ClusterQueue
+                metadata: {name: %1$s}
+                spec:
+                  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
+                  preemption: {withinClusterQueue: LowerPriority}
+                  resourceGroups:
+                  - coveredResources: [cpu]
+                    flavors:
+                    - name: kwok
+                      resources: [{name: cpu, nominalQuota: "%2$s"}]
+                ---
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: LocalQueue
+                metadata: {name: user-queue, namespace: %1$s}
+                spec: {clusterQueue: %1$s}
+                """.formatted(namespace, cpu), "apply", "--server-side", "-f", "-").orFail();
+    }
+
+    /** Stops the controller manager and removes its webhooks (nothing would answer them); its API and objects stay. */
+    @Override
+    public void close() {
+        if (process != null) {
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        KubernetesClient admin = cluster.admin();
+        admin.admissionRegistration().v1().mutatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "kueue").delete();
+        admin.admissionRegistration().v1().validatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "kueue").delete();
+    }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Provisions the real Kueue for the real-cluster test tier, at the version in versions.env: its
+# controller manager built from its Go module (`go install sigs.k8s.io/kueue/cmd/kueue`), cached in
+# $CONTROL_PLANE_CACHE next to the control plane, and its module (install manifests, CRDs) from Go's
+# module cache. Prints two lines: the controller manager binary, then the module's directory.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
+bin="$cache/kueue-$KUEUE_VERSION/bin"
+log() { printf '[kueue] %s\n' "$*" >&2; }
+
+command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build Kueue $KUEUE_VERSION from its module"; exit 1; }
+export GOTOOLCHAIN=local
+module=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@v$KUEUE_VERSION" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
+[ -f "$module/config/default/kustomization.yaml" ] || { log "no install manifests in $module"; exit 1; }
+
+if [ ! -f "$bin/.complete" ]; then
+  start=$(date +%s)
+  log "building Kueue $KUEUE_VERSION's controller manager from its Go module (minutes on a cold machine)"
+  mkdir -p "$bin"
+  (cd "${TMPDIR:-/tmp}" && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS="-trimpath -buildvcs=false" go install "sigs.k8s.io/kueue/cmd/kueue@v$KUEUE_VERSION")
+  touch "$bin/.complete"
+  log "built in $(( $(date +%s) - start )) s"
+fi
+echo "$bin/kueue"
+echo "$module"
