@@ -275,6 +275,12 @@ public final class KubeflowPlanner {
         return statuses;
     }
 
+    /** Since when the status's ReconcileError condition has been True, if it is. */
+    public static Optional<Instant> errorSince(PyTorchJobStatus status) {
+        KubeflowCondition error = status == null ? null : KubeflowConditions.find(status.conditions, KubeflowConditions.RECONCILE_ERROR);
+        return error == null || !"True".equals(error.status) ? Optional.empty() : Optional.ofNullable(StatusTime.parse(error.lastTransitionTime));
+    }
+
     /** The status with ReconcileError set or cleared; empty when it says so already. */
     public static java.util.Optional<PyTorchJobStatus> withReconcileError(PyTorchJobStatus status, String reason, String message,
             Instant now) {

@@ -40,6 +40,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     private static final Logger LOG = Logger.getLogger(JobReconciler.class);
     /** Our own creates wake no pass (the informer's cache already shows them): look again this soon. */
     private static final Duration AFTER_CREATES = Duration.ofSeconds(2);
+    /** Retries of a step the API server refused: as @GradualRetry retries any other error, 1 s doubling to 5 min. */
+    private static final Duration MIN_RETRY = Duration.ofSeconds(1);
+    private static final Duration MAX_RETRY = Duration.ofMinutes(5);
 
     @Inject
     PlanExecutor executor;
@@ -123,8 +126,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         try {
             queue = queued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
         } catch (ApplyFailure e) {
-            report(job, job.getStatus(), e, context);
-            throw e;
+            return retryAfterRefusal(job, job.getStatus(), e, context);
         }
         Plan<S> plan = plan(job, context, clock, restartBackoff, createdPods, queue.admission());
         if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
@@ -162,8 +164,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             // status here would count a restart whose event this pass never sent). A first pass whose
             // creates failed before its status was written counted nothing: its status takes the condition.
             boolean planStatusWritten = plan.statusChanged() && !PlanExecutor.STATUS_STEP.equals(e.reason());
-            report(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
-            throw e;
+            return retryAfterRefusal(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
         }
         // Applied in full: an error still on the job is over.
         withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
@@ -175,9 +176,29 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         return control;
     }
 
-    /** The job's ReconcileError condition and a Warning event, once per distinct error: retries repeat neither. */
-    private void report(J job, S status, ApplyFailure failure, Context<J> context) {
-        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> {
+    /**
+     * A step the API server refused: said once per distinct error (the condition, a Warning event and
+     * one log line; retries repeat none of them), and the job looked at again after as long as the
+     * error has lasted (1 s, 2 s, 4 s, ... at most 5 min), read from the condition itself, so the
+     * back-off survives an operator restart. Not thrown: the framework would log a stack trace at
+     * every retry, and a hundred refused jobs would drown the log.
+     */
+    private UpdateControl<J> retryAfterRefusal(J job, S status, ApplyFailure failure, Context<J> context) {
+        Instant since = report(job, status, failure, context).or(() -> errorSince(status)).orElse(clock.instant());
+        Duration lasted = Duration.between(since, clock.instant());
+        Duration delay = lasted.compareTo(MIN_RETRY) < 0 ? MIN_RETRY : lasted.compareTo(MAX_RETRY) > 0 ? MAX_RETRY : lasted;
+        return UpdateControl.<J>noUpdate().rescheduleAfter(delay);
+    }
+
+    /** Since when the job's ReconcileError condition has been True, if it is. */
+    protected abstract Optional<Instant> errorSince(S status);
+
+    /** The job's ReconcileError condition and a Warning event, once per distinct error; when new, since when it is said. */
+    private Optional<Instant> report(J job, S status, ApplyFailure failure, Context<J> context) {
+        Optional<S> said = withReconcileError(status, failure.reason(), failure.getMessage());
+        said.ifPresent(failing -> {
+            LOG.warnf("%s %s/%s: %s (%s); retried with back-off", job.getKind(), job.getMetadata().getNamespace(),
+                    job.getMetadata().getName(), failure.getMessage(), failure.reason());
             events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()));
             try {
                 executor.writeStatus(job, failing, context);
@@ -186,5 +207,6 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                         job.getMetadata().getName(), e.getMessage());
             }
         });
+        return said.isPresent() ? Optional.of(clock.instant()) : Optional.empty();
     }
 }

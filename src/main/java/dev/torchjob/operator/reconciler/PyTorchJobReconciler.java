@@ -93,6 +93,11 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     }
 
     @Override
+    protected Optional<java.time.Instant> errorSince(PyTorchJobStatus status) {
+        return KubeflowPlanner.errorSince(status);
+    }
+
+    @Override
     protected Optional<String> unreadableStatus(PyTorchJob job) {
         return Optional.ofNullable(job.getStatus() == null ? null : job.getStatus().unreadable);
     }

@@ -84,6 +84,11 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     }
 
     @Override
+    protected Optional<java.time.Instant> errorSince(PyTorchTrainingJobStatus status) {
+        return T9kPlanner.errorSince(status);
+    }
+
+    @Override
     protected Optional<String> unreadableStatus(PyTorchTrainingJob job) {
         return Optional.ofNullable(job.getStatus() == null ? null : job.getStatus().unreadable);
     }

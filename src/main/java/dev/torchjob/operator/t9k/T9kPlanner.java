@@ -32,6 +32,7 @@ import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.status.ReplicaRecords;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
@@ -221,6 +222,13 @@ public final class T9kPlanner {
         }
         next.conditions = T9kConditions.of(previous.conditions, decision, wording);
         return next;
+    }
+
+    /** Since when the status's ReconcileError condition has been True, if it is. */
+    public static Optional<Instant> errorSince(PyTorchTrainingJobStatus status) {
+        JobCondition error = status == null || status.conditions == null ? null : status.conditions.stream()
+                .filter(c -> JobCondition.RECONCILE_ERROR.equals(c.type)).findFirst().orElse(null);
+        return error == null || !error.isTrue() ? Optional.empty() : Optional.ofNullable(StatusTime.parse(error.lastTransitionTime));
     }
 
     /**

@@ -90,11 +90,12 @@ class ApiServerContractIT {
     void theHelmChartWithEveryValueSetIsAcceptedByTheRealApiServer() throws IOException {
         // Every value of the test's values file but the Prometheus Operator's objects, whose CRDs this control
         // plane lacks. A server-side dry run: schema, RBAC and CRD checks, nothing kept but the namespaces it names.
-        for (String namespace : List.of("team-a", "team-b", "monitoring")) {
+        // Its own namespace: torchjob-system holds the kustomize install, whose Deployment selects other labels.
+        for (String namespace : List.of("team-a", "team-b", "monitoring", "helm-check")) {
             kubectl.run("create", "namespace", namespace); // already there on a second run: fine
         }
         String rendered = HelmChart.renderText(Path.of("src/test/resources/helm/everything-on.yaml"), Map.of(
-                "metrics.serviceMonitor.enabled", false, "metrics.prometheusRule.enabled", false));
+                "metrics.serviceMonitor.enabled", false, "metrics.prometheusRule.enabled", false), "helm-check");
         Path chart = install.cluster.work.resolve("chart-rendered.yaml");
         Files.writeString(chart, rendered);
         Kubectl.Result result = kubectl.run("apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",

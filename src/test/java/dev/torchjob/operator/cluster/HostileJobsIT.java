@@ -37,7 +37,9 @@ import io.fabric8.kubernetes.client.utils.Serialization;
  */
 class HostileJobsIT {
     static final int HOSTILE_JOBS = 120;
-    static final int FAILING_JOBS = 100;
+    static final int FAILING_JOBS = 300;
+    static final int ROUNDS = 3;
+    static final int WARM_UP_JOBS = 20;
     static final Duration SETTLE = Duration.ofSeconds(120);
     static OperatorInstall install;
     static KubernetesClient admin;
@@ -134,22 +136,48 @@ class HostileJobsIT {
     }
 
     /**
-     * Finding 3 of the bad-job issue: a hundred jobs whose pods the API server refuses (422, a
-     * container name the open template admits) each show the refusal once, are retried with back-off
-     * and never given up, and a valid job submitted behind them gets its pods. The times are printed
-     * (the figure for the docs), not asserted.
+     * Hundreds of jobs whose pods the API server refuses (422, a container name the open template
+     * admits), submitted at once: each shows the refusal once (condition, one event, one log line), is
+     * retried with back-off and never given up, and a valid job submitted behind them gets its pods
+     * within 5 s, in every round while they keep retrying.
      */
     @Test
-    void aJobBehindAHundredFailingOnesGetsItsPods() {
+    void aJobBehindHundredsOfRefusedOnesGetsItsPodsWithinSecondsEveryRound() throws Exception {
         OperatorHarness cluster = install.harness("fairness");
-        timeToPods(cluster, "warm-up"); // the first job of an operator pays for its JIT warm-up
-        Duration idle = timeToPods(cluster, "idle");
-        for (int i = 0; i < FAILING_JOBS; i++) {
-            cluster.submit(OperatorHarness.job("failing-" + i, "OnFailure", "{backoffLimit: 3}").replace("name: pytorch", "name: pytörch"));
+        // The first jobs of an operator pay for its JIT warm-up, on the valid path and on the refused one.
+        timeToPods(cluster, "warm-up");
+        for (int i = 0; i < WARM_UP_JOBS; i++) {
+            cluster.submit(OperatorHarness.job("failing-" + (FAILING_JOBS + i), "OnFailure", "{backoffLimit: 3}").replace("name: pytorch", "name: pytörch"));
         }
-        Duration behind = timeToPods(cluster, "behind");
-        System.out.printf("time to pods of a 3-replica job: idle operator %d ms, behind %d failing jobs %d ms%n",
-                idle.toMillis(), FAILING_JOBS, behind.toMillis());
+        await().atMost(SETTLE).until(() -> cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count() == WARM_UP_JOBS);
+        Duration idle = timeToPods(cluster, "idle");
+        long logLinesBefore = Files.readAllLines(operator.log).size();
+        java.util.concurrent.ExecutorService submitters = java.util.concurrent.Executors.newFixedThreadPool(16);
+        try {
+            List<java.util.concurrent.Future<?>> submitted = new ArrayList<>();
+            for (int i = 0; i < FAILING_JOBS; i++) {
+                String name = "failing-" + i;
+                submitted.add(submitters.submit(() -> cluster.submit(OperatorHarness.job(name, "OnFailure", "{backoffLimit: 3}")
+                        .replace("name: pytorch", "name: pytörch"))));
+            }
+            for (java.util.concurrent.Future<?> f : submitted) {
+                f.get();
+            }
+        } finally {
+            submitters.shutdown();
+        }
+        List<Long> behind = new ArrayList<>();
+        for (int round = 0; round < ROUNDS; round++) {
+            behind.add(timeToPods(cluster, "behind-" + round).toMillis());
+            Thread.sleep(4000); // the refused jobs keep retrying meanwhile
+        }
+        System.out.printf("time to pods of a 3-replica job: idle operator %d ms, behind %d refused jobs %s ms%n",
+                idle.toMillis(), FAILING_JOBS, behind);
+        // Right behind the burst, the refused jobs' first passes are still queued (about 40 a second on this machine's
+        // two cores, shared with the API server and etcd): measured 4.4-6.5 s. Once they are retrying, well under 5 s.
+        assertTrue(behind.get(0) < 10_000, "a valid job's pods right behind the burst: " + behind);
+        assertTrue(behind.subList(1, behind.size()).stream().allMatch(ms -> ms < 5000), "a valid job's pods within 5 s while they retry: "
+                + behind);
 
         await().atMost(SETTLE).pollInterval(Duration.ofSeconds(1)).until(() -> admin.resources(PyTorchTrainingJob.class)
                 .inNamespace(cluster.namespace).list().getItems().stream().filter(j -> j.getMetadata().getName().startsWith("failing-"))
@@ -159,9 +187,15 @@ class HostileJobsIT {
         assertTrue(error.message.startsWith("pod failing-7-master-0: ") && error.message.contains("spec.containers[0].name"), error.message);
         Map<String, Long> eventsPerJob = cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason()))
                 .collect(Collectors.groupingBy(e -> e.getInvolvedObject().getName(), Collectors.counting()));
-        assertEquals(FAILING_JOBS, eventsPerJob.size(), "every failing job says why");
+        assertEquals(FAILING_JOBS + WARM_UP_JOBS, eventsPerJob.size(), "every failing job says why");
         assertTrue(eventsPerJob.values().stream().allMatch(n -> n == 1), "one event per job: " + eventsPerJob);
         assertTrue(cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith("failing-")));
+        // The log: one line per refused job, however often it was retried; no stack trace per retry.
+        List<String> log = Files.readAllLines(operator.log);
+        List<String> since = log.subList((int) Math.min(logLinesBefore, log.size()), log.size());
+        long aboutFailing = since.stream().filter(l -> l.contains(cluster.namespace + "/failing-")).count();
+        assertTrue(aboutFailing <= FAILING_JOBS, aboutFailing + " log lines about " + FAILING_JOBS + " refused jobs");
+        assertTrue(since.stream().noneMatch(l -> l.contains("Uncaught error") || l.startsWith("\tat ")), "no stack traces");
         admin.namespaces().withName(cluster.namespace).delete();
     }
 

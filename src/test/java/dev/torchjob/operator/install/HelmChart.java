@@ -33,7 +33,12 @@ public final class HelmChart {
     }
 
     public static String renderText(Path valuesFile, Map<String, Object> set) {
-        TemplateCommand template = new Helm(DIRECTORY).template().withName(RELEASE).withNamespace(NAMESPACE)
+        return renderText(valuesFile, set, NAMESPACE);
+    }
+
+    /** {@code helm template} for a release in another namespace (next to an install made another way). */
+    public static String renderText(Path valuesFile, Map<String, Object> set, String namespace) {
+        TemplateCommand template = new Helm(DIRECTORY).template().withName(RELEASE).withNamespace(namespace)
                 .withKubeVersion(kubernetesVersion());
         if (valuesFile != null) {
             template = template.withValuesFile(valuesFile);
