@@ -287,7 +287,25 @@ public final class ControlPlane {
         }
     }
 
-    private void start(String name, List<String> command) throws IOException {
+    /** Stops one process this control plane started (SIGTERM, then SIGKILL after 10 s); nothing if it is not running. */
+    synchronized void stopProcess(String name) {
+        Process process = processes.remove(name);
+        if (process == null) {
+            return;
+        }
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Starts a process next to the control plane (its output in logs/NAME.log), stopped with it. */
+    void start(String name, List<String> command) throws IOException {
         Path log = work.resolve("logs").resolve(name + ".log");
         Process process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
@@ -295,7 +313,8 @@ public final class ControlPlane {
         commands.put(name, command);
     }
 
-    private void awaitHttp(String name, URI uri) throws IOException {
+    /** Waits until the process answers 200 at this address; fails at once if it exits. */
+    void awaitHttp(String name, URI uri) throws IOException {
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .sslContext(TrustAll.context()).connectTimeout(Duration.ofSeconds(2)).build();
         Instant deadline = Instant.now().plus(START_TIMEOUT);
@@ -325,19 +344,7 @@ public final class ControlPlane {
     synchronized void stop() {
         List<String> names = new ArrayList<>(processes.keySet());
         java.util.Collections.reverse(names);
-        for (String name : names) {
-            Process process = processes.get(name);
-            process.destroy();
-            try {
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            } catch (InterruptedException e) {
-                process.destroyForcibly();
-                Thread.currentThread().interrupt();
-            }
-        }
-        processes.clear();
+        names.forEach(this::stopProcess);
         if (admin != null) {
             admin.close();
         }

@@ -3,19 +3,14 @@ package dev.torchjob.operator.cluster;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -52,7 +47,7 @@ public final class KueueInstall implements AutoCloseable {
     static final String WEBHOOK_HOST = "kueue-webhook-service." + NAMESPACE + ".svc";
     /** Kueue's waitForPodsReady timeout here: admitted pods not all ready by then are evicted and requeued. */
     public static final Duration PODS_READY_TIMEOUT = Duration.ofSeconds(20);
-    private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
+    private static final String PROCESS = "kueue";
 
     private final ControlPlane cluster;
     private final Path binary;
@@ -60,7 +55,6 @@ public final class KueueInstall implements AutoCloseable {
     private final int webhookPort = ControlPlane.freePort();
     private final int healthPort = ControlPlane.freePort();
     private final int metricsPort = ControlPlane.freePort();
-    private Process process;
 
     private KueueInstall(ControlPlane cluster, Path binary) {
         this.cluster = cluster;
@@ -218,30 +212,9 @@ public final class KueueInstall implements AutoCloseable {
                 .getStatus().getToken();
         Path kubeconfig = work.resolve("kueue.kubeconfig");
         ControlPlane.writeKubeconfig(kubeconfig, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
-        Path log = cluster.work.resolve("logs").resolve("kueue.log");
-        process = new ProcessBuilder(binary.toString(), "--config=" + work.resolve("config.yaml"), "--kubeconfig=" + kubeconfig)
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        Instant deadline = Instant.now().plus(START_TIMEOUT);
-        while (Instant.now().isBefore(deadline)) {
-            if (!process.isAlive()) {
-                throw new IOException("Kueue's controller manager exited with " + process.exitValue() + "; see " + log);
-            }
-            try {
-                // Ready once its certificates are in place and its webhook server answers.
-                if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + healthPort + "/readyz")).build(),
-                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-                    return;
-                }
-            } catch (IOException e) {
-                // not listening yet
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException(e);
-            }
-            ControlPlane.sleep(250);
-        }
-        throw new IOException("Kueue was not ready within " + START_TIMEOUT + "; see " + log);
+        cluster.start(PROCESS, List.of(binary.toString(), "--config=" + work.resolve("config.yaml"), "--kubeconfig=" + kubeconfig));
+        // Ready once its certificates are in place and its webhook server answers.
+        cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/readyz"));
     }
 
     /**
@@ -289,17 +262,7 @@ public final class KueueInstall implements AutoCloseable {
     /** Stops the controller manager and removes its webhooks (nothing would answer them); its API and objects stay. */
     @Override
     public void close() {
-        if (process != null) {
-            process.destroy();
-            try {
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            } catch (InterruptedException e) {
-                process.destroyForcibly();
-                Thread.currentThread().interrupt();
-            }
-        }
+        cluster.stopProcess(PROCESS);
         KubernetesClient admin = cluster.admin();
         admin.admissionRegistration().v1().mutatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "kueue").delete();
         admin.admissionRegistration().v1().validatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "kueue").delete();
