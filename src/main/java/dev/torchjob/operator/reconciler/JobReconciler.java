@@ -63,6 +63,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     KueueWorkloads kueue;
 
     @Inject
+    PassesInFlight passes;
+
+    @Inject
     JobMetrics metrics;
 
     /** What the adapter decides for this pass; {@code queue}: where the job stands with its queue. */
@@ -107,6 +110,17 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Override
     public UpdateControl<J> reconcile(J job, Context<J> context) {
+        if (!passes.enter()) {
+            return UpdateControl.noUpdate(); // shutting down: the next leader looks at this job
+        }
+        try {
+            return pass(job, context);
+        } finally {
+            passes.exit();
+        }
+    }
+
+    private UpdateControl<J> pass(J job, Context<J> context) {
         if (job.getMetadata().getDeletionTimestamp() != null) {
             // Being deleted (foreground: its pods first): nothing is created for it any more; HeldWorkloads lets its Workload go.
             return UpdateControl.noUpdate();
