@@ -35,7 +35,7 @@ public class OperatorSdkMetrics implements Metrics {
         this.jobs = jobs;
         // Registered at start, so alerts and panels on it have data before the first error.
         this.reconcileErrors = Counter.builder("pytorchtrainingjob_reconcile_errors")
-                .description("Reconciliations of jobs (both kinds) that ended in an error (retried with back-off)")
+                .description("Reconciliations of jobs (both kinds) that ended in an error: a step the API server refused, or any other (retried with back-off)")
                 .register(registry);
     }
 
@@ -62,6 +62,11 @@ public class OperatorSdkMetrics implements Metrics {
     public void failedReconciliation(HasMetadata resource, Exception exception, Map<String, Object> metadata) {
         reconcileErrors.increment();
         sdk.failedReconciliation(resource, exception, metadata);
+    }
+
+    /** A pass that the API server refused a step of: handled by the reconciler (said once, retried), counted here. */
+    public void refusedReconciliation() {
+        reconcileErrors.increment();
     }
 
     @Override

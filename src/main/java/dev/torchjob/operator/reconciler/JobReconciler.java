@@ -17,6 +17,7 @@ import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.WorkloadSync;
+import dev.torchjob.operator.metrics.OperatorSdkMetrics;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.CustomResource;
@@ -64,6 +65,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Inject
     PassesInFlight passes;
+
+    @Inject
+    OperatorSdkMetrics sdkMetrics;
 
     @Inject
     JobMetrics metrics;
@@ -198,6 +202,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
      * every retry, and a hundred refused jobs would drown the log.
      */
     private UpdateControl<J> retryAfterRefusal(J job, S status, ApplyFailure failure, Context<J> context) {
+        sdkMetrics.refusedReconciliation();
         Instant since = report(job, status, failure, context).or(() -> errorSince(status)).orElse(clock.instant());
         Duration lasted = Duration.between(since, clock.instant());
         Duration delay = lasted.compareTo(MIN_RETRY) < 0 ? MIN_RETRY : lasted.compareTo(MAX_RETRY) > 0 ? MAX_RETRY : lasted;

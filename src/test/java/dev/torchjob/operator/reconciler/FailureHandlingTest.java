@@ -35,6 +35,9 @@ class FailureHandlingTest {
     @Inject
     KubernetesClient client;
 
+    @Inject
+    io.micrometer.core.instrument.MeterRegistry registry;
+
     @KubernetesTestServer
     KubernetesServer server;
 
@@ -144,6 +147,7 @@ class FailureHandlingTest {
         server.expect().post().withPath("/api/v1/namespaces/refused/pods").andReturn(403, new StatusBuilder().withCode(403)
                 .withReason("Forbidden").withMessage("pods is forbidden: denied by the team's admission policy").build()).times(2);
         OperatorHarness cluster = new OperatorHarness(client, "refused");
+        double errorsBefore = registry.get("pytorchtrainingjob_reconcile_errors").counter().count();
         cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
         PyTorchTrainingJob refused = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
                 .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue()));
@@ -159,6 +163,8 @@ class FailureHandlingTest {
         // Creates start with one pod and double while the API server takes them: a pass that is refused
         // costs one call, not one per replica.
         assertEquals(2 + 3, podCreatesSent("/api/v1/namespaces/refused/pods"), "two refused creates, then one per replica");
+        assertTrue(registry.get("pytorchtrainingjob_reconcile_errors").counter().count() - errorsBefore >= 1,
+                "a refused pass counts in the error ratio the alert watches");
     }
 
     @Test
