@@ -61,10 +61,12 @@ public class HeldWorkloads {
             forget(key);
             return;
         }
-        held.put(key, new Held(workload.getMetadata().getNamespace(), workload.getMetadata().getName(),
+        Held entry = new Held(workload.getMetadata().getNamespace(), workload.getMetadata().getName(),
                 workload.getMetadata().getOwnerReferences() == null ? List.of() : List.copyOf(workload.getMetadata().getOwnerReferences()),
-                cached, jobKind));
-        startChecks().execute(this::checkAll);
+                cached, jobKind);
+        held.put(key, entry);
+        // This one at once (off the informer's thread); the others at the next periodic check, not again per event.
+        startChecks().execute(() -> check(key, entry));
     }
 
     /** From a Workload informer's delete event. */
@@ -95,21 +97,22 @@ public class HeldWorkloads {
     }
 
     private void checkAll() {
-        if (held.isEmpty() || !leadership.working()) {
+        held.forEach(this::check);
+    }
+
+    private void check(String key, Held workload) {
+        if (!leadership.working()) {
             return;
         }
-        for (Map.Entry<String, Held> entry : held.entrySet()) {
-            try {
-                if (!jobLives(entry.getValue()) && release(entry.getValue())) {
-                    held.remove(entry.getKey(), entry.getValue());
-                    reported.remove(entry.getKey());
-                }
-            } catch (RuntimeException e) {
-                // Looked at again at the next check.
-                if (!String.valueOf(e.getMessage()).equals(reported.put(entry.getKey(), String.valueOf(e.getMessage())))) {
-                    LOG.warnf("could not let go of Workload %s yet (tried again every %d s): %s", entry.getKey(), CHECK_SECONDS,
-                            e.getMessage());
-                }
+        try {
+            if (!jobLives(workload) && release(workload)) {
+                held.remove(key, workload);
+                reported.remove(key);
+            }
+        } catch (RuntimeException e) {
+            // Looked at again at the next check.
+            if (!String.valueOf(e.getMessage()).equals(reported.put(key, String.valueOf(e.getMessage())))) {
+                LOG.warnf("could not let go of Workload %s yet (tried again every %d s): %s", key, CHECK_SECONDS, e.getMessage());
             }
         }
     }

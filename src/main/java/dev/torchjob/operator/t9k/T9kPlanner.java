@@ -226,8 +226,7 @@ public final class T9kPlanner {
 
     /** Since when the status's ReconcileError condition has been True, if it is. */
     public static Optional<Instant> errorSince(PyTorchTrainingJobStatus status) {
-        JobCondition error = status == null || status.conditions == null ? null : status.conditions.stream()
-                .filter(c -> JobCondition.RECONCILE_ERROR.equals(c.type)).findFirst().orElse(null);
+        JobCondition error = status == null ? null : Conditions.find(status.conditions, JobCondition.RECONCILE_ERROR);
         return error == null || !error.isTrue() ? Optional.empty() : Optional.ofNullable(StatusTime.parse(error.lastTransitionTime));
     }
 
