@@ -74,6 +74,12 @@ final class OperatorPreflight {
         if (unreachable.isEmpty()) {
             return Optional.empty();
         }
+        if (inCluster && !kubeconfigFound) {
+            // In a pod: the kubeconfig advice would mislead; what blocks a pod from its API server is the network.
+            return Optional.of("error: no Kubernetes cluster reachable: " + server + " " + unreachable.get()
+                    + ". Tried the in-cluster ServiceAccount (KUBERNETES_SERVICE_HOST/PORT). Check that this pod may reach"
+                    + " the API server (network policies, the kubernetes Service's endpoints).");
+        }
         return Optional.of("error: no Kubernetes cluster reachable: " + server + " " + unreachable.get() + ". Tried the kubeconfig ("
                 + kubeconfig + (kubeconfigFound ? "" : ": not found") + ") and the in-cluster ServiceAccount ("
                 + (inCluster ? "in a pod" : "not in a pod") + "). Point KUBECONFIG at your cluster's kubeconfig (or check"

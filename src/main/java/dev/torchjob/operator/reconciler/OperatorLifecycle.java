@@ -8,6 +8,8 @@ import org.jboss.logging.Logger;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
+import io.quarkus.runtime.LaunchMode;
+import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 
@@ -24,7 +26,17 @@ public class OperatorLifecycle {
 
     void onStart(@Observes StartupEvent event, Operator operator) {
         LOG.infof("starting the operator with %d reconciler(s)", operator.getRegisteredControllersNumber());
-        operator.start();
+        try {
+            StartRefusal.quietly(operator::start);
+        } catch (RuntimeException e) {
+            var refusal = StartRefusal.explain(e);
+            if (refusal.isEmpty() || LaunchMode.current() != LaunchMode.NORMAL) {
+                throw e;
+            }
+            System.err.println(refusal.get());
+            // Nothing was reconciled yet; the shutdown releases whatever the start took.
+            Quarkus.asyncExit(1);
+        }
     }
 
     /**

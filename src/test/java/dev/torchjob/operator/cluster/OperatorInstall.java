@@ -52,13 +52,17 @@ public final class OperatorInstall {
 
     /** A kubeconfig holding a bound token of the install's ServiceAccount, nothing more. */
     private static Path operatorKubeconfig(ControlPlane cluster) throws IOException {
-        KubernetesClient admin = cluster.admin();
-        String token = admin.serviceAccounts().inNamespace(OPERATOR_NAMESPACE).withName(SERVICE_ACCOUNT)
+        Path file = cluster.work.resolve("operator.kubeconfig");
+        ControlPlane.writeKubeconfig(file, cluster.admin().getConfiguration().getMasterUrl(), cluster.certificateAuthority(),
+                token(cluster, SERVICE_ACCOUNT));
+        return file;
+    }
+
+    /** A bound token (TokenRequest API) of a ServiceAccount of the operator's namespace, as the kubelet mounts one. */
+    static String token(ControlPlane cluster, String serviceAccount) {
+        return cluster.admin().serviceAccounts().inNamespace(OPERATOR_NAMESPACE).withName(serviceAccount)
                 .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
                 .getStatus().getToken();
-        Path file = cluster.work.resolve("operator.kubeconfig");
-        ControlPlane.writeKubeconfig(file, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
-        return file;
     }
 
     /** A kubeconfig with the operator's identity (its ServiceAccount's token). */
