@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import dev.torchjob.operator.testing.ExternalTools;
 import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -39,7 +40,7 @@ import io.fabric8.kubernetes.client.utils.Serialization;
  * network (slirp4netns) and reaches the loopback API server as {@code kubernetes.default.svc}, a name
  * the API server's certificate holds, mapped to the host; its port 8080 is published on a free one.
  */
-final class OperatorContainer implements AutoCloseable {
+final class OperatorContainer implements BenchmarkedOperator {
     static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
     static final String IMAGE = "localhost/torchjob-operator:it";
     private static final String SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -66,6 +67,9 @@ final class OperatorContainer implements AutoCloseable {
      */
     static synchronized Duration build() {
         if (buildTime == null) {
+            for (String tool : List.of("podman", "runc", "slirp4netns", "mmdebstrap")) {
+                ExternalTools.require(tool, "podman runc slirp4netns mmdebstrap");
+            }
             Instant start = Instant.now();
             Podman.run(Duration.ofMinutes(10), "bash", "tools/images/base.sh").orFail();
             Podman.run(Duration.ofMinutes(10), "podman", "build", "--quiet", "-f", containerfile().toString(), "-t", IMAGE, ".").orFail();
@@ -80,12 +84,16 @@ final class OperatorContainer implements AutoCloseable {
                 .orFail().strip());
     }
 
-    /** The operator's pod from the Deployment, started detached as {@code name}, authenticated with {@code token}. */
-    static OperatorContainer start(String name, ControlPlane cluster, String token) throws IOException {
+    /**
+     * The operator's pod from the Deployment, started detached as {@code name}, authenticated with
+     * {@code token}; {@code env} adds to or replaces the Deployment's environment.
+     */
+    static OperatorContainer start(String name, ControlPlane cluster, String token, Map<String, String> env) throws IOException {
         OperatorContainer container = new OperatorContainer(name);
         Podman.run(Duration.ofSeconds(30), "podman", "rm", "--force", "--ignore", name);
         List<String> command = new ArrayList<>(List.of("podman", "run", "--detach", "--name", name));
         command.addAll(container.options(cluster, token));
+        env.forEach((key, value) -> command.addAll(List.of("--env", key + "=" + value)));
         command.add(IMAGE);
         Podman.run(Duration.ofSeconds(60), command).orFail();
         return container;
@@ -189,6 +197,18 @@ final class OperatorContainer implements AutoCloseable {
         throw new AssertionError(path + " did not answer 200 within " + timeout + ": " + logs());
     }
 
+    /** Waits until the operator leads, as its {@code leader_election_master_status} gauge says. */
+    void awaitLeading(Duration timeout) throws IOException, InterruptedException {
+        Instant deadline = Instant.now().plus(timeout);
+        while (!get("/q/metrics").body().lines()
+                .anyMatch(l -> l.startsWith("leader_election_master_status{") && l.endsWith(" 1.0"))) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new AssertionError("the container did not lead within " + timeout + ": " + logs());
+            }
+            Thread.sleep(50);
+        }
+    }
+
     boolean running() {
         return "true".equals(Podman.run(Duration.ofSeconds(30), "podman", "inspect", "--format", "{{.State.Running}}", name).out().strip());
     }
@@ -202,6 +222,21 @@ final class OperatorContainer implements AutoCloseable {
     String status(String field) throws IOException {
         return Files.readString(Path.of("/proc", String.valueOf(pid()), "status")).lines()
                 .filter(l -> l.startsWith(field + ":")).findFirst().orElseThrow().substring(field.length() + 1).strip();
+    }
+
+    @Override
+    public double cpuSeconds() throws IOException {
+        return ProcessMeasures.cpuSeconds(pid());
+    }
+
+    @Override
+    public String residentMemory() throws IOException {
+        return ProcessMeasures.residentMemory(pid());
+    }
+
+    @Override
+    public String heapAfterGc() throws IOException, InterruptedException {
+        return ProcessMeasures.heapAfterGc(pid(), PackagedOperator.isNative(), PackagedOperator.isNative() ? get("/q/metrics").body() : "");
     }
 
     String logs() {
@@ -258,8 +293,7 @@ final class OperatorContainer implements AutoCloseable {
                 }
                 return new Result(command, process.exitValue(), output.join());
             } catch (IOException e) {
-                throw new AssertionError("could not run " + command.get(0) + " (" + e.getMessage()
-                        + "); the image tests need podman, runc and mmdebstrap (docs/testing.md)", e);
+                throw new AssertionError("could not run " + command.get(0) + ": " + e.getMessage(), e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new AssertionError("interrupted", e);

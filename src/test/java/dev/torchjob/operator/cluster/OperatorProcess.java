@@ -21,7 +21,7 @@ import dev.torchjob.operator.testing.PackagedOperator;
  * run-time settings (leader election), authenticated as the install's ServiceAccount with a token
  * from the TokenRequest API, so a verb missing from kubernetes/base/rbac.yaml fails the test.
  */
-public final class OperatorProcess implements AutoCloseable {
+public final class OperatorProcess implements BenchmarkedOperator {
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final Path kubeconfig;
@@ -162,22 +162,14 @@ public final class OperatorProcess implements AutoCloseable {
         new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid())).inheritIO().start().waitFor();
     }
 
-    /** CPU time (user + system) the process has used so far, from /proc. */
+    @Override
     public double cpuSeconds() throws IOException {
-        String[] stat = Files.readString(Path.of("/proc", String.valueOf(process.pid()), "stat")).split("\\) ", 2)[1].split(" ");
-        long ticks = Long.parseLong(stat[11]) + Long.parseLong(stat[12]); // utime, stime (fields 14 and 15)
-        return ticks / 100.0; // USER_HZ is 100 on Linux
+        return ProcessMeasures.cpuSeconds(process.pid());
     }
 
-    /** Resident memory now and its peak so far (VmRSS, VmHWM), in MiB, from /proc. */
+    @Override
     public String residentMemory() throws IOException {
-        String status = Files.readString(Path.of("/proc", String.valueOf(process.pid()), "status"));
-        return String.format("RSS %.1f MiB, peak %.1f MiB", statusKiB(status, "VmRSS") / 1024.0, statusKiB(status, "VmHWM") / 1024.0);
-    }
-
-    private static long statusKiB(String status, String field) {
-        return status.lines().filter(l -> l.startsWith(field + ":")).findFirst()
-                .map(l -> Long.parseLong(l.replaceAll("[^0-9]", ""))).orElse(-1L);
+        return ProcessMeasures.residentMemory(process.pid());
     }
 
     /** How long the start took until the readiness check first passed. */
@@ -185,23 +177,9 @@ public final class OperatorProcess implements AutoCloseable {
         return startToReady;
     }
 
-    /**
-     * The heap in use right after a full GC, as jcmd reports it; the native executable has no
-     * attach mechanism, so there its heap pools' use is read from the metrics instead (no GC forced).
-     */
+    @Override
     public String heapAfterGc() throws IOException, InterruptedException {
-        if (PackagedOperator.isNative()) {
-            double used = metrics().lines().filter(l -> l.startsWith("jvm_memory_used_bytes{area=\"heap\""))
-                    .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
-            return String.format("native: heap pools in use %.1f MiB (no GC forced)", used / (1024 * 1024));
-        }
-        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
-        new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "GC.run").redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
-        Process info = new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "GC.heap_info").redirectErrorStream(true).start();
-        String out = new String(info.getInputStream().readAllBytes());
-        info.waitFor();
-        return out.lines().filter(l -> l.contains("used")).findFirst().orElse(out).trim();
+        return ProcessMeasures.heapAfterGc(process.pid(), PackagedOperator.isNative(), PackagedOperator.isNative() ? metrics() : "");
     }
 
     public String tail() throws IOException {

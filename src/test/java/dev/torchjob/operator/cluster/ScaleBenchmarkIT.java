@@ -50,10 +50,12 @@ class ScaleBenchmarkIT {
     void thousandJobsOfEightReplicas() throws Exception {
         int jobs = Integer.getInteger("torchjob.benchmark.jobs", 1000);
         boolean ssa = Boolean.parseBoolean(System.getProperty("torchjob.benchmark.ssa", "true"));
+        boolean image = Boolean.getBoolean("torchjob.benchmark.image");
         OperatorInstall install = OperatorInstall.get();
         KubernetesClient admin = install.cluster.admin();
         List<String> report = new ArrayList<>();
-        report.add("jobs=" + jobs + " replicas=" + REPLICAS + " server-side-apply=" + ssa + " kwok nodes=" + ControlPlane.NODES);
+        report.add("jobs=" + jobs + " replicas=" + REPLICAS + " server-side-apply=" + ssa + " kwok nodes=" + ControlPlane.NODES
+                + (image ? " operator: its image (" + OperatorContainer.containerfile() + ") as the Deployment runs it" : ""));
 
         // 1. The raw rate: the same number of pods, created directly with the operator's identity.
         double rawRate;
@@ -111,7 +113,8 @@ class ScaleBenchmarkIT {
         Map<String, Long> podSeen = new ConcurrentHashMap<>();
         Map<String, Long> jobRunning = new ConcurrentHashMap<>();
         createNamespace(admin, "bench");
-        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(ssa)), true);
+        try (BenchmarkedOperator operator = image ? inItsImage(install, ssa, report)
+                : install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(ssa)), true);
                 var pods = admin.pods().inNamespace("bench").withLabel(JobLabels.OWNER_NAME).inform(handler(p -> podSeen.putIfAbsent(p.getMetadata().getName(), System.nanoTime())));
                 var phases = admin.resources(PyTorchTrainingJob.class).inNamespace("bench").inform(handler(j -> {
                     if (j.getStatus() != null && j.getStatus().phase == JobPhase.Running) {
@@ -159,6 +162,21 @@ class ScaleBenchmarkIT {
         Path out = Path.of("target", "benchmark.txt");
         Files.write(out, report, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         report.forEach(System.out::println);
+    }
+
+    /**
+     * The operator in its image, run as the Deployment runs the pod (its memory and CPU limits, the
+     * image's own heap settings), as the only operator; ready and leading.
+     */
+    private static OperatorContainer inItsImage(OperatorInstall install, boolean ssa, List<String> report) throws Exception {
+        OperatorContainer.build();
+        install.stopSharedOperator();
+        OperatorContainer container = OperatorContainer.start("torchjob-operator-benchmark", install.cluster,
+                OperatorInstall.token(install.cluster, OperatorInstall.SERVICE_ACCOUNT), Map.of("TORCHJOB_SERVER_SIDE_APPLY", String.valueOf(ssa)));
+        Duration ready = container.awaitOk("/q/health/ready", Duration.ofSeconds(60));
+        container.awaitLeading(Duration.ofSeconds(30));
+        report.add(String.format("image: ready after %d ms, %s", ready.toMillis(), container.residentMemory()));
+        return container;
     }
 
     /**

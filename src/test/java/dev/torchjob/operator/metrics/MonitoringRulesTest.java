@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.torchjob.operator.testing.ExternalTools;
 
 /** The shipped alert rules and dashboard, checked with Prometheus's own promtool. */
 class MonitoringRulesTest {
@@ -26,7 +27,7 @@ class MonitoringRulesTest {
     }
 
     static Result promtool(String... args) throws Exception {
-        List<String> command = new java.util.ArrayList<>(List.of(ExternalTools.require("promtool").toString()));
+        List<String> command = new java.util.ArrayList<>(List.of(ExternalTools.require("promtool", "prometheus").toString()));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).directory(MONITORING.toFile()).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes());

@@ -39,6 +39,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
+import dev.torchjob.operator.testing.ExternalTools;
 
 /**
  * A real Prometheus server (Debian's) scrapes the operator while jobs succeed, fail, restart and
@@ -64,7 +65,7 @@ class PrometheusScrapeTest {
 
     @Test
     void prometheusSeesExactCountersAndEveryShippedQueryHasData() throws Exception {
-        Path prometheus = ExternalTools.require("prometheus");
+        Path prometheus = ExternalTools.require("prometheus", "prometheus");
         Path dir = Files.createTempDirectory("prometheus-"); // @TempDir is not injected into Quarkus tests
         prometheusPort = freePort();
         Path config = dir.resolve("prometheus.yml");
