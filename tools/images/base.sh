@@ -9,7 +9,10 @@ set -euo pipefail
 image=docker.io/library/debian:bookworm-slim
 if ! podman image exists "$image"; then
   start=$(date +%s)
-  mmdebstrap --quiet --variant=minbase \
+  log=$(mktemp)
+  trap 'echo "making the stand-in for $image failed:" >&2; cat "$log" >&2' ERR
+  # merged /usr made by mmdebstrap itself, as debuerreotype does, not by the usrmerge package (and its perl)
+  mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
@@ -18,10 +21,11 @@ if ! podman image exists "$image"; then
     bookworm - \
     "deb http://deb.debian.org/debian bookworm main" \
     "deb http://deb.debian.org/debian bookworm-updates main" \
-    "deb http://deb.debian.org/debian-security bookworm-security main" \
+    "deb http://deb.debian.org/debian-security bookworm-security main" 2>"$log" \
     | podman import --quiet \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         --change 'CMD ["bash"]' - "$image" >/dev/null
+  rm -f "$log"
   echo "stand-in for $image made from Debian's packages in $(( $(date +%s) - start )) s" >&2
 fi
 echo "$image"

@@ -96,13 +96,13 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     /** Which field of the stored status could not be read, if any. */
     protected abstract Optional<String> unreadableStatus(J job);
 
-    /** An informer for one kind of owned object, limited by a label, mapped back to its job by another, cached lean. */
+    /** An informer for one kind of owned object, limited by a label, mapped back to its job by another, cached lean (LeanCache). */
     protected static <R extends HasMetadata, J extends HasMetadata> InformerEventSource<R, J> ownedBy(Class<R> kind, Class<J> jobKind,
             String labelSelector, String jobNameLabel, EventSourceContext<J> context) {
         var configuration = InformerEventSourceConfiguration.from(kind, jobKind)
                 .withName(jobKind.getSimpleName().toLowerCase() + "-" + kind.getSimpleName().toLowerCase())
                 .withLabelSelector(labelSelector)
-                .withItemStore(new CacheWithoutManagedFields<>())
+                .withItemStore(new LeanCache<>())
                 .withNamespacesInheritedFromController()
                 .withSecondaryToPrimaryMapper((R owned) -> {
                     String job = owned.getMetadata().getLabels() == null ? null : owned.getMetadata().getLabels().get(jobNameLabel);

@@ -47,6 +47,7 @@ final class ProcessMeasures {
         Process info = new ProcessBuilder(jcmd.toString(), String.valueOf(pid), "GC.heap_info").redirectErrorStream(true).start();
         String out = new String(info.getInputStream().readAllBytes());
         info.waitFor();
-        return out.lines().filter(l -> l.contains("used")).findFirst().orElse(out).trim();
+        // Every generation's line (young, old, Metaspace), not only the first.
+        return String.join("; ", out.lines().filter(l -> l.contains("used")).map(String::strip).toList());
     }
 }
