@@ -88,14 +88,15 @@ class ApiServerContractIT {
 
     @Test
     void theHelmChartWithEveryValueSetIsAcceptedByTheRealApiServer() throws IOException {
-        // Every value of the test's values file but the Prometheus Operator's objects, whose CRDs this control
-        // plane lacks. A server-side dry run: schema, RBAC and CRD checks, nothing kept but the namespaces it names.
+        // Every value of the test's values file, the Prometheus Operator's objects included (its CRDs are installed
+        // as a cluster with the Prometheus Operator has them). A server-side dry run: schema, RBAC and CRD checks,
+        // nothing kept but the namespaces it names.
         // Its own namespace: torchjob-system holds the kustomize install, whose Deployment selects other labels.
+        PrometheusOperatorCrds.install(install.cluster);
         for (String namespace : List.of("team-a", "team-b", "monitoring", "helm-check")) {
             kubectl.run("create", "namespace", namespace); // already there on a second run: fine
         }
-        String rendered = HelmChart.renderText(Path.of("src/test/resources/helm/everything-on.yaml"), Map.of(
-                "metrics.serviceMonitor.enabled", false, "metrics.prometheusRule.enabled", false), "helm-check");
+        String rendered = HelmChart.renderText(Path.of("src/test/resources/helm/everything-on.yaml"), Map.of(), "helm-check");
         Path chart = install.cluster.work.resolve("chart-rendered.yaml");
         Files.writeString(chart, rendered);
         Kubectl.Result result = kubectl.run("apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",
@@ -104,7 +105,8 @@ class ApiServerContractIT {
         assertEquals("", result.err().trim(), "no warning");
         for (String object : List.of("deployment.apps/torchjob-operator", "role.rbac.authorization.k8s.io/torchjob-operator",
                 "clusterrole.rbac.authorization.k8s.io/torchjob-operator-cluster-reads",
-                "customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubeflow.org", "configmap/torchjob-operator-dashboard")) {
+                "customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubeflow.org", "configmap/torchjob-operator-dashboard",
+                "servicemonitor.monitoring.coreos.com/torchjob-operator", "prometheusrule.monitoring.coreos.com/torchjob-operator")) {
             assertTrue(result.out().contains(object + " serverside-applied (server dry run)"), object + ": " + result.out());
         }
     }

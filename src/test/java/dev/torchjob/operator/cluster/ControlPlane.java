@@ -100,6 +100,27 @@ public final class ControlPlane {
         return instance;
     }
 
+    /**
+     * Another control plane of its own (etcd, kube-apiserver, controller manager, scheduler; no kwok
+     * nodes) next to this JVM's, for a test that installs what would clash with the shared install
+     * (cluster-scoped names, CRDs another field manager owns). The caller stops it ({@link #stop()}).
+     */
+    static ControlPlane separate(String name) {
+        Path work = Path.of("target", "control-plane-" + name).toAbsolutePath();
+        ControlPlane plane = new ControlPlane(provision(), work, work.resolve("admin.kubeconfig"), true);
+        try {
+            deleteRecursively(work.resolve("logs"));
+            Files.createDirectories(work.resolve("logs"));
+            plane.startServers();
+            plane.admin = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(plane.adminKubeconfig))).build();
+        } catch (IOException | RuntimeException e) {
+            plane.stop();
+            throw new AssertionError("the control plane " + name + " did not start: " + e.getMessage()
+                    + " (logs in " + work.resolve("logs") + ")", e);
+        }
+        return plane;
+    }
+
     /** Runs the provisioning script (warm: a version check) and returns the folder with the binaries. */
     private static Path provision() {
         Path script = Path.of("tools", "control-plane", "provision.sh").toAbsolutePath();

@@ -52,6 +52,40 @@ class KubectlIT {
         }
     }
 
+    /**
+     * The monitoring commands of the README and docs ({@code kubectl apply -f kubernetes/monitoring/…}),
+     * run as written in a cluster that has the Prometheus Operator's CRDs: accepted without a warning
+     * (kubectl's default strict field validation against the real CRDs' schemas).
+     */
+    @Test
+    void theMonitoringCommandsOfTheDocsRunAsWritten() throws java.io.IOException {
+        PrometheusOperatorCrds.install(install.cluster);
+        List<String> commands = new java.util.ArrayList<>();
+        List<java.nio.file.Path> texts = new java.util.ArrayList<>(List.of(java.nio.file.Path.of("README.md"),
+                java.nio.file.Path.of("kubernetes/monitoring/README.md")));
+        try (var docs = java.nio.file.Files.list(java.nio.file.Path.of("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).forEach(texts::add);
+        }
+        for (java.nio.file.Path text : texts) {
+            java.nio.file.Files.readAllLines(text).stream().map(String::strip)
+                    .filter(l -> l.startsWith("kubectl apply ") && l.contains("kubernetes/monitoring/"))
+                    .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
+        }
+        assertTrue(commands.stream().anyMatch(c -> c.contains("servicemonitor.yaml"))
+                && commands.stream().anyMatch(c -> c.contains("prometheusrule.yaml")), "the docs' monitoring commands: " + commands);
+        for (String command : commands) {
+            Kubectl.Result result = kubectl.run(command.substring("kubectl ".length()).split("\\s+"));
+            assertEquals(0, result.exitCode(), command + ": " + result.err());
+            assertEquals("", result.err().strip(), command + ": no warning");
+        }
+        var rule = admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
+                .inNamespace("torchjob-system").withName("torchjob-operator").get();
+        assertTrue(rule != null && rule.getAdditionalProperties().get("spec").toString().contains("TorchJobOperatorReconcileErrorsHigh"),
+                "the alert rules are stored as written");
+        assertTrue(admin.genericKubernetesResources("monitoring.coreos.com/v1", "ServiceMonitor")
+                .inNamespace("torchjob-system").withName("torchjob-operator").get() != null);
+    }
+
     static List<String> columns(String line) {
         return List.of(line.trim().split("\\s{2,}"));
     }

@@ -1,0 +1,48 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+/**
+ * The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs in the test control plane, as a
+ * cluster running the Prometheus Operator has them: the project's own CRD files, from its Go module
+ * ({@code tools/control-plane/prometheus-operator-crds.sh}). Installed once per test JVM.
+ */
+final class PrometheusOperatorCrds {
+    static final String SERVICE_MONITORS = "servicemonitors.monitoring.coreos.com";
+    static final String PROMETHEUS_RULES = "prometheusrules.monitoring.coreos.com";
+    private static boolean installed;
+
+    private PrometheusOperatorCrds() {
+    }
+
+    static synchronized void install(ControlPlane cluster) {
+        if (installed) {
+            return;
+        }
+        Path crds = Path.of(provision());
+        Kubectl kubectl = cluster.kubectl();
+        kubectl.run("apply", "--server-side", "-f", crds.resolve("monitoring.coreos.com_servicemonitors.yaml").toString(),
+                "-f", crds.resolve("monitoring.coreos.com_prometheusrules.yaml").toString()).orFail();
+        kubectl.run("wait", "--for=condition=Established", "--timeout=60s", "crd/" + SERVICE_MONITORS, "crd/" + PROMETHEUS_RULES).orFail();
+        installed = true;
+    }
+
+    private static String provision() {
+        Path script = Path.of("tools", "control-plane", "prometheus-operator-crds.sh").toAbsolutePath();
+        try {
+            Process p = new ProcessBuilder("bash", script.toString()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            if (p.waitFor() != 0 || out.isEmpty()) {
+                throw new AssertionError(script + " exited with " + p.exitValue() + " (its messages are above)");
+            }
+            return out.lines().reduce((a, b) -> b).orElseThrow();
+        } catch (IOException e) {
+            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+}
