@@ -307,6 +307,39 @@ class KueueIT {
         }
     }
 
+    /**
+     * docs/kueue.md's other configuration, with the real Kueue: its own {@code kubeflow.org/pytorchjob}
+     * integration on. Kueue's webhook suspends the new PyTorchJob and Kueue makes its Workload; the
+     * operator makes none of its own, says so once (a {@code WorkloadNotOurs} event), creates no pod
+     * while the job is suspended, and runs it as Kubeflow's operator would once Kueue admits it and
+     * lifts the suspension. Last: Kueue keeps this configuration until the tests end.
+     */
+    @Test
+    @Order(100)
+    void withKueuesOwnPyTorchJobIntegrationKueueQueuesThePyTorchJobAndTheOperatorRunsItWhenUnsuspended() throws Exception {
+        kueue.restartWithItsOwnPyTorchJobIntegration();
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("kueue-own");
+            kueue.queues(cluster.namespace, "4");
+            cluster.submitPyTorchJob(pytorchJob("kf", "low", 2, "100m"));
+            PyTorchJob submitted = cluster.pytorchJob("kf");
+            assertEquals(Boolean.TRUE, submitted.getSpec().runPolicy.suspend, "Kueue's webhook suspends the new job");
+
+            await().atMost(WAIT).until(() -> workloads(cluster.namespace).size() == 1);
+            GenericKubernetesResource theirs = workloads(cluster.namespace).get(0);
+            assertEquals("kf", theirs.getMetadata().getOwnerReferences().get(0).getName(), "Kueue's Workload for the job");
+            cluster.awaitEvent("WorkloadNotOurs", "");
+            await().atMost(WAIT).until(() -> names(cluster, "kf-").size() == 3);
+            assertEquals(Boolean.FALSE, cluster.pytorchJob("kf").getSpec().runPolicy.suspend, "admitted: Kueue lifted the suspension");
+            assertEquals("kwok", cluster.pod("kf-worker-0").getSpec().getNodeSelector().get("type"), "the flavor's node label, set by Kueue");
+            cluster.runAll();
+            cluster.awaitState("kf", "Running");
+            assertEquals(1, workloads(cluster.namespace).size(), "no second Workload");
+            assertEquals(1, cluster.events().stream().filter(e -> "WorkloadNotOurs".equals(e.getReason())).count(), "said once");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     static GenericKubernetesResource workloadOf(OperatorHarness cluster, String job) {
         return new KueueStandIn(admin, cluster.namespace).workloadOf(job);
     }

@@ -218,6 +218,25 @@ public final class KueueInstall implements AutoCloseable {
     }
 
     /**
+     * Restarts the controller manager the way docs/kueue.md's second row configures it: Kueue's own
+     * {@code kubeflow.org/pytorchjob} integration on (it queues PyTorchJobs itself, through
+     * {@code runPolicy.suspend}), and only the T9k kind left to this operator's Workload protocol.
+     */
+    @SuppressWarnings("unchecked")
+    public void restartWithItsOwnPyTorchJobIntegration() throws IOException {
+        cluster.stopProcess(PROCESS);
+        KubernetesSerialization json = cluster.admin().getKubernetesSerialization();
+        Map<String, Object> config = json.unmarshal(Files.readString(work.resolve("config.yaml")), LinkedHashMap.class);
+        Map<String, Object> integrations = (Map<String, Object>) config.get("integrations");
+        List<String> frameworks = new ArrayList<>((List<String>) integrations.getOrDefault("frameworks", List.of()));
+        frameworks.add("kubeflow.org/pytorchjob");
+        integrations.put("frameworks", frameworks);
+        integrations.put("externalFrameworks", List.of("PyTorchTrainingJob.v1beta1.batch.tensorstack.dev"));
+        Files.writeString(work.resolve("config.yaml"), json.asYaml(config));
+        run();
+    }
+
+    /**
      * Queues for the jobs of one namespace: a ClusterQueue of its own with {@code cpu} of quota on the
      * flavor of the kwok nodes (ResourceFlavor {@code kwok}: node label type=kwok), preempting lower
      * priorities within it, and the LocalQueue {@code user-queue}; and the WorkloadPriorityClasses
