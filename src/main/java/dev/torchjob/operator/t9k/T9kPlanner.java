@@ -29,6 +29,7 @@ import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.status.ReplicaRecords;
@@ -76,7 +77,8 @@ public final class T9kPlanner {
                 : T9kModel.job(job);
         JobState before = T9kModel.state(job.getStatus());
         T9kWording wording = new T9kWording(job.getSpec());
-        Decision decision = Engine.decide(model, before, observation, wording, backoff);
+        Decision decided = Engine.decide(model, before, observation, wording, backoff);
+        Decision decision = endsUnseenRunning(before, decided) ? ranFirst(before, decided) : decided;
 
         List<JobEvent> events = new ArrayList<>();
         if (!before.planned() && model.problem().isEmpty()) {
@@ -113,6 +115,31 @@ public final class T9kPlanner {
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
                 Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
                 decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.of(), List.of());
+    }
+
+    /**
+     * Whether the job's pods all ran and ended between two passes, so that this pass would end a job
+     * whose status never said it ran. T9k keeps one {@code Running} condition, which one status write
+     * cannot show True and then False; Kubeflow's condition list records both in the ending write.
+     */
+    static boolean endsUnseenRunning(JobState before, Decision decision) {
+        JobState.Outcome outcome = decision.state().outcome();
+        return outcome != null && before.outcome() == null && !before.running() && before.phase() != JobState.Phase.Running
+                && (outcome == JobState.Outcome.Succeeded || outcome == JobState.Outcome.BackoffLimitExceeded
+                        || outcome == JobState.Outcome.ReplicaFailedPermanently);
+    }
+
+    /**
+     * The pass before the end: the status says the job ran (phase Running, {@code Running=True}) and
+     * nothing else happens — no restart counted, no pod deleted, no event; the next pass, a moment
+     * later, decides the outcome again from the same pods and does all of that once.
+     */
+    static Decision ranFirst(JobState before, Decision ending) {
+        JobState ended = ending.state();
+        JobState ran = new JobState(true, JobState.Phase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
+                ended.replicaGroups(), ended.elasticReplicas(), true, true, before.pause(), false, false, null);
+        return new Decision(ran, new Situation.Active(false, "All replicas are healthy."), false, false, false, List.of(), List.of(),
+                List.of(), Optional.empty(), List.of(), Optional.of(java.time.Duration.ZERO), ending.decidedAt(), false, ending.queue());
     }
 
     /**

@@ -132,6 +132,63 @@ class PlannerLifecycleTest {
         assertTrue(done.podsToDelete().isEmpty(), "cleanUpPolicy None keeps every pod");
     }
 
+    /**
+     * Pods that ran and ended between two passes: the job's status first says it ran (phase Running,
+     * Running=True) and does nothing else; the next pass ends it, says so and cleans up once.
+     */
+    @Test
+    void aJobWhosePodsRanAndEndedBetweenTwoPassesShowsRunningBeforeItsOutcome() {
+        InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS.replace("spec:\n  replicaSpecs:",
+                "spec:\n  runPolicy: {cleanUpPolicy: All}\n  replicaSpecs:"));
+        cluster.settle();
+        assertEquals(JobPhase.Pending, cluster.job.getStatus().phase);
+        cluster.exit("demo-worker-0", 0);
+        cluster.exit("demo-worker-1", 0);
+        cluster.exit("demo-master-0", 0);
+
+        Plan<PyTorchTrainingJobStatus> ran = cluster.reconcile();
+        assertEquals(JobPhase.Running, ran.status().phase);
+        assertTrue(conditions(cluster).get(JobCondition.RUNNING).isTrue());
+        assertNull(ran.status().completionTime);
+        assertTrue(ran.events().isEmpty() && ran.podsToDelete().isEmpty(), "nothing else happens yet");
+        assertTrue(ran.recheckAfter().isPresent(), "the next pass comes without waiting for an event");
+
+        Plan<PyTorchTrainingJobStatus> done = cluster.reconcile();
+        assertEquals(JobPhase.Succeeded, done.status().phase);
+        assertFalse(conditions(cluster).get(JobCondition.RUNNING).isTrue());
+        assertTrue(conditions(cluster).get(JobCondition.COMPLETED).isTrue());
+        assertEquals(1, done.events().stream().filter(e -> "Succeeded".equals(e.reason())).count());
+        assertEquals(3, done.podsToDelete().size(), "cleanUpPolicy All, once the job has ended");
+        cluster.settle();
+        assertEquals(JobPhase.Succeeded, cluster.job.getStatus().phase);
+    }
+
+    /** The same for a job that fails that way: its failure is counted once, in the ending pass. */
+    @Test
+    void aJobWhoseOnlyPodFailedBetweenTwoPassesShowsRunningThenFailsCountingOnce() {
+        InMemoryCluster cluster = new InMemoryCluster("""
+                metadata: {name: demo}
+                spec:
+                  runPolicy: {backoffLimit: 0}
+                  replicaSpecs:
+                  - type: master
+                    restartPolicy: OnFailure
+                    template:
+                      spec:
+                        containers: [{name: pytorch, image: torch}]
+                """);
+        cluster.settle();
+        cluster.exit("demo-master-0", 1);
+        Plan<PyTorchTrainingJobStatus> ran = cluster.reconcile();
+        assertEquals(JobPhase.Running, ran.status().phase);
+        assertEquals(0, ran.status().backoffCount);
+        Plan<PyTorchTrainingJobStatus> done = cluster.reconcile();
+        assertEquals(JobPhase.Failed, done.status().phase);
+        assertEquals("BackoffLimitExceeded", conditions(cluster).get(JobCondition.FAILED).reason);
+        cluster.settle();
+        assertEquals(JobPhase.Failed, cluster.job.getStatus().phase);
+    }
+
     @Test
     void statusIsReportedUnchangedWhenNothingHappened() {
         InMemoryCluster cluster = new InMemoryCluster(MASTER_WORKERS);
