@@ -1,5 +1,6 @@
 package dev.torchjob.operator.t9k;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -136,10 +137,13 @@ public final class T9kPlanner {
      */
     static Decision ranFirst(JobState before, Decision ending) {
         JobState ended = ending.state();
+        // The replicas as observed, with the restart counts of before: this pass counts nothing.
+        List<JobState.ReplicaGroupState> groups = ended.replicaGroups().stream().map(group -> new JobState.ReplicaGroupState(group.type(),
+                before.group(group.type()) == null ? 0 : before.group(group.type()).restartCount(), group.replicas())).toList();
         JobState ran = new JobState(true, JobState.Phase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
-                ended.replicaGroups(), ended.elasticReplicas(), true, true, before.pause(), false, false, null);
+                groups, ended.elasticReplicas(), true, true, before.pause(), false, false, null);
         return new Decision(ran, new Situation.Active(false, "All replicas are healthy."), false, false, false, List.of(), List.of(),
-                List.of(), Optional.empty(), List.of(), Optional.of(java.time.Duration.ZERO), ending.decidedAt(), false, ending.queue());
+                List.of(), Optional.empty(), List.of(), Optional.of(Duration.ZERO), ending.decidedAt(), false, ending.queue());
     }
 
     /**

@@ -34,16 +34,7 @@ class KubectlIT {
      */
     @Test
     void everyInstallCommandInTheReadmeAndDocsRunsAsWritten() throws java.io.IOException {
-        List<String> commands = new java.util.ArrayList<>();
-        List<java.nio.file.Path> texts = new java.util.ArrayList<>(List.of(java.nio.file.Path.of("README.md")));
-        try (var docs = java.nio.file.Files.list(java.nio.file.Path.of("docs"))) {
-            docs.filter(p -> p.toString().endsWith(".md")).forEach(texts::add);
-        }
-        for (java.nio.file.Path text : texts) {
-            java.nio.file.Files.readAllLines(text).stream().map(String::strip)
-                    .filter(l -> l.startsWith("kubectl apply ") && (l.contains(" kubernetes/base") || l.matches(".* -k kubernetes/\\S*.*")))
-                    .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
-        }
+        List<String> commands = kubectlApplyLines(l -> l.contains(" kubernetes/base") || l.matches(".* -k kubernetes/\\S*.*"));
         assertTrue(commands.contains("kubectl apply -k kubernetes/kubeflow/") && commands.contains("kubectl apply -k kubernetes/"),
                 "the README's and user guide's: " + commands);
         for (String command : commands) {
@@ -60,17 +51,7 @@ class KubectlIT {
     @Test
     void theMonitoringCommandsOfTheDocsRunAsWritten() throws java.io.IOException {
         PrometheusOperatorCrds.install(install.cluster);
-        List<String> commands = new java.util.ArrayList<>();
-        List<java.nio.file.Path> texts = new java.util.ArrayList<>(List.of(java.nio.file.Path.of("README.md"),
-                java.nio.file.Path.of("kubernetes/monitoring/README.md")));
-        try (var docs = java.nio.file.Files.list(java.nio.file.Path.of("docs"))) {
-            docs.filter(p -> p.toString().endsWith(".md")).forEach(texts::add);
-        }
-        for (java.nio.file.Path text : texts) {
-            java.nio.file.Files.readAllLines(text).stream().map(String::strip)
-                    .filter(l -> l.startsWith("kubectl apply ") && l.contains("kubernetes/monitoring/"))
-                    .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
-        }
+        List<String> commands = kubectlApplyLines(l -> l.contains("kubernetes/monitoring/"));
         assertTrue(commands.stream().anyMatch(c -> c.contains("servicemonitor.yaml"))
                 && commands.stream().anyMatch(c -> c.contains("prometheusrule.yaml")), "the docs' monitoring commands: " + commands);
         for (String command : commands) {
@@ -84,6 +65,22 @@ class KubectlIT {
                 "the alert rules are stored as written");
         assertTrue(admin.genericKubernetesResources("monitoring.coreos.com/v1", "ServiceMonitor")
                 .inNamespace("torchjob-system").withName("torchjob-operator").get() != null);
+    }
+
+    /** The {@code kubectl apply} lines of the README, docs/ and kubernetes/monitoring/README.md that {@code wanted} picks, comments dropped. */
+    static List<String> kubectlApplyLines(java.util.function.Predicate<String> wanted) throws java.io.IOException {
+        List<java.nio.file.Path> texts = new java.util.ArrayList<>(List.of(java.nio.file.Path.of("README.md"),
+                java.nio.file.Path.of("kubernetes/monitoring/README.md")));
+        try (var docs = java.nio.file.Files.list(java.nio.file.Path.of("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).forEach(texts::add);
+        }
+        List<String> commands = new java.util.ArrayList<>();
+        for (java.nio.file.Path text : texts) {
+            java.nio.file.Files.readAllLines(text).stream().map(String::strip)
+                    .filter(l -> l.startsWith("kubectl apply ") && wanted.test(l))
+                    .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
+        }
+        return commands;
     }
 
     static List<String> columns(String line) {

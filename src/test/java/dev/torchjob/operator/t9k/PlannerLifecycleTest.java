@@ -163,20 +163,29 @@ class PlannerLifecycleTest {
         assertEquals(JobPhase.Succeeded, cluster.job.getStatus().phase);
     }
 
-    /** The same for a job that fails that way: its failure is counted once, in the ending pass. */
+    static final String ONE_MASTER_NO_BUDGET = """
+            metadata: {name: demo}
+            spec:
+              runPolicy: {backoffLimit: 0}
+              replicaSpecs:
+              - type: master
+                restartPolicy: OnFailure
+                template:
+                  spec:
+                    containers: [{name: pytorch, image: torch}]
+            """;
+
+    /** The same for a job that fails that way: its failure is counted once, in the ending pass, as for a job seen running. */
     @Test
     void aJobWhoseOnlyPodFailedBetweenTwoPassesShowsRunningThenFailsCountingOnce() {
-        InMemoryCluster cluster = new InMemoryCluster("""
-                metadata: {name: demo}
-                spec:
-                  runPolicy: {backoffLimit: 0}
-                  replicaSpecs:
-                  - type: master
-                    restartPolicy: OnFailure
-                    template:
-                      spec:
-                        containers: [{name: pytorch, image: torch}]
-                """);
+        InMemoryCluster seenRunning = new InMemoryCluster(ONE_MASTER_NO_BUDGET);
+        seenRunning.settle();
+        seenRunning.runAll();
+        seenRunning.settle();
+        seenRunning.exit("demo-master-0", 1);
+        seenRunning.settle();
+
+        InMemoryCluster cluster = new InMemoryCluster(ONE_MASTER_NO_BUDGET);
         cluster.settle();
         cluster.exit("demo-master-0", 1);
         Plan<PyTorchTrainingJobStatus> ran = cluster.reconcile();
@@ -187,6 +196,9 @@ class PlannerLifecycleTest {
         assertEquals("BackoffLimitExceeded", conditions(cluster).get(JobCondition.FAILED).reason);
         cluster.settle();
         assertEquals(JobPhase.Failed, cluster.job.getStatus().phase);
+        assertEquals(seenRunning.job.getStatus().backoffCount, cluster.job.getStatus().backoffCount);
+        assertEquals(seenRunning.job.getStatus().tasks.get(0).restartCount, cluster.job.getStatus().tasks.get(0).restartCount,
+                "restarts counted as for a job seen running");
     }
 
     @Test
