@@ -35,7 +35,7 @@ import io.smallrye.mutiny.infrastructure.Infrastructure;
 /**
  * Applies a plan, for any job kind, to the API server in the order that keeps restart counting exactly-once:
  * status first (it records which pod UIDs were counted), then the events that report it together
- * with the deletes, then creates (the PodGroup, then the Service and the pods together).
+ * with the deletes, then creates (the PodGroup, then the first pod, then the Services with the other pods).
  */
 @ApplicationScoped
 public class PlanExecutor {
@@ -121,8 +121,12 @@ public class PlanExecutor {
                     }
                 }))).toList();
         try {
-            List<Uni<Void>> creates = new ArrayList<>(serviceCreates); // the Services first: they name the pods
-            creates.addAll(podCreates);
+            // The first pod alone, then the Services (they name the pods) with the other pods: a job whose
+            // pods the API server refuses costs one call and leaves nothing behind; a valid job's Services
+            // exist milliseconds after its first pod, long before any of its pods can run.
+            List<Uni<Void>> creates = new ArrayList<>(podCreates.stream().limit(1).toList());
+            creates.addAll(serviceCreates);
+            creates.addAll(podCreates.stream().skip(1).toList());
             inSlowStartBatches(creates);
         } finally {
             // Only the pods this pass did create are reported: not those refused, nor those that existed.
