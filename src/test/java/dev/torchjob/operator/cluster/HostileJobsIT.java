@@ -175,12 +175,10 @@ class HostileJobsIT {
         }
         System.out.printf("time to pods of a 3-replica job: idle operator %d ms, behind %d refused jobs (submitted in %d ms) %s ms%n",
                 idle.toMillis(), FAILING_JOBS, burst, behind);
-        // Right behind the burst, the refused jobs' first passes are still queued (about 40 a second on this machine's
-        // two cores, shared with the API server and etcd): measured 4.4-6.5 s on the JVM, 2.3 s natively. Once they are
-        // retrying, well under 5 s.
-        assertTrue(behind.get(0) < 10_000, "a valid job's pods right behind the burst: " + behind);
-        assertTrue(behind.subList(1, behind.size()).stream().allMatch(ms -> ms < 5000), "a valid job's pods within 5 s while they retry: "
-                + behind);
+        // Right behind the burst, the refused jobs' first passes are still queued ahead of it (measured 1.8-2.0 s on the
+        // JVM as it ships, on this machine's two cores shared with the API server, etcd and this test); once they are
+        // retrying, about 0.1 s.
+        assertTrue(behind.stream().allMatch(ms -> ms < 5000), "a valid job's pods within 5 s, every round: " + behind);
 
         await().atMost(SETTLE).pollInterval(Duration.ofSeconds(1)).until(() -> admin.resources(PyTorchTrainingJob.class)
                 .inNamespace(cluster.namespace).list().getItems().stream().filter(j -> j.getMetadata().getName().startsWith("failing-"))

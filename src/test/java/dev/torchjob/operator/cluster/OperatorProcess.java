@@ -43,9 +43,9 @@ public final class OperatorProcess implements BenchmarkedOperator {
     }
 
     public OperatorProcess start() throws IOException {
-        // The JVM's heap as the Deployment's memory limit allows; the native executable runs with the
-        // heap settings it was built with (application.properties), as it ships.
-        List<String> vmOptions = new ArrayList<>(PackagedOperator.isNative() ? List.of() : List.of("-Xmx512m"));
+        // As it runs in its pod: the JVM with its image's options under the Deployment's memory limit,
+        // the native executable with the heap settings it was built with.
+        List<String> vmOptions = new ArrayList<>(PackagedOperator.shippedVmOptions());
         // Extra JVM options for the operator, e.g. a flight recording of it under the benchmark.
         String jvmOptions = System.getProperty("torchjob.operator.jvm-options", "").strip();
         if (!jvmOptions.isEmpty()) {

@@ -1,9 +1,19 @@
 package dev.torchjob.operator.testing;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.client.utils.Serialization;
 
 /**
  * The application as it ships, for tests that start it as a process: the JVM jar
@@ -15,12 +25,42 @@ import java.util.Map;
 public final class PackagedOperator {
     public static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar"))
             .toAbsolutePath();
+    static final Path JVM_CONTAINERFILE = Path.of("native", "Containerfile.jvm");
+    static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
+    private static final Pattern JAVA_OPTS = Pattern.compile("(?m)^ENV JAVA_OPTS=\"([^\"]*)\"$");
 
     private PackagedOperator() {
     }
 
     public static boolean isNative() {
         return !RUNNER.toString().endsWith(".jar");
+    }
+
+    /**
+     * The VM options the operator runs with in its pod: the JVM image's {@code JAVA_OPTS}, its heap
+     * sized from the Deployment's memory limit as in the container; none for the native executable,
+     * whose heap settings are built in.
+     */
+    public static List<String> shippedVmOptions() {
+        if (isNative()) {
+            return List.of();
+        }
+        try {
+            Matcher javaOpts = JAVA_OPTS.matcher(Files.readString(JVM_CONTAINERFILE));
+            if (!javaOpts.find()) {
+                throw new IllegalStateException(JVM_CONTAINERFILE + " sets no JAVA_OPTS");
+            }
+            Deployment deployment;
+            try (InputStream in = Files.newInputStream(DEPLOYMENT)) {
+                deployment = Serialization.unmarshal(in, Deployment.class);
+            }
+            Quantity memory = deployment.getSpec().getTemplate().getSpec().getContainers().get(0).getResources().getLimits().get("memory");
+            List<String> options = new ArrayList<>(List.of("-XX:MaxRAM=" + Quantity.getAmountInBytes(memory).longValue()));
+            options.addAll(List.of(javaOpts.group(1).strip().split("\\s+")));
+            return options;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** The command line: VM options and properties first, then the application's own arguments. */
