@@ -73,7 +73,7 @@ class ContainerImageTest {
                 .allMatch(r -> r.group(2).contains(" /opt/torchjob-operator/")), "everything the image adds is under /opt/torchjob-operator");
     }
 
-    /** Both images keep the same heap ceiling under the Deployment's memory limit. */
+    /** Both images keep the same heap ceiling under the Deployment's memory limit, and the same young generation. */
     @org.junit.jupiter.api.Test
     void bothImagesHaveTheSameHeapCeilingUnderTheDeploymentsLimit() throws IOException {
         Deployment deployment = only(load("base/deployment.yaml"), Deployment.class);
@@ -86,6 +86,12 @@ class ContainerImageTest {
         Matcher nativeHeap = Pattern.compile("-R:MaxHeapSize=(\\d+)m").matcher(applicationProperties().getProperty("quarkus.native.additional-build-args"));
         assertTrue(nativeHeap.find(), "the native executable has its heap ceiling built in");
         assertEquals(Long.parseLong(nativeHeap.group(1)) * 1024 * 1024, jvmHeap);
+
+        // The young generation too: capped alike, it keeps both processes' memory under load alike.
+        Matcher jvmYoung = Pattern.compile("-XX:MaxNewSize=(\\w+)").matcher(Files.readString(Path.of("native/Containerfile.jvm")));
+        Matcher nativeYoung = Pattern.compile("-R:MaxNewSize=(\\w+)").matcher(applicationProperties().getProperty("quarkus.native.additional-build-args"));
+        assertTrue(jvmYoung.find() && nativeYoung.find(), "both images cap the young generation");
+        assertEquals(nativeYoung.group(1), jvmYoung.group(1));
     }
 
     private static Properties applicationProperties() throws IOException {
