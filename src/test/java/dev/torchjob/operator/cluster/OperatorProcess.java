@@ -54,6 +54,7 @@ public final class OperatorProcess implements BenchmarkedOperator {
         List<String> command = PackagedOperator.command(vmOptions, settings);
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().putAll(PackagedOperator.shippedEnvironment());
         builder.environment().put("KUBECONFIG", kubeconfig.toString());
         // As the install Deployment turns leader election on: a run-time setting, no profile.
         builder.environment().put("TORCHJOB_LEADER_ELECTION_ENABLED", String.valueOf(leaderElection));

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -17,6 +18,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
@@ -92,6 +94,18 @@ class ContainerImageTest {
         Matcher nativeYoung = Pattern.compile("-R:MaxNewSize=(\\w+)").matcher(applicationProperties().getProperty("quarkus.native.additional-build-args"));
         assertTrue(jvmYoung.find() && nativeYoung.find(), "both images cap the young generation");
         assertEquals(nativeYoung.group(1), jvmYoung.group(1));
+    }
+
+    /** The real-cluster tier starts the jar with the JVM image's options and environment, sized by the Deployment's limit. */
+    @org.junit.jupiter.api.Test
+    void theTestsRunTheJarAsTheImageRunsIt() {
+        if (PackagedOperator.isNative()) {
+            return;
+        }
+        List<String> options = PackagedOperator.shippedVmOptions();
+        assertEquals("-XX:MaxRAM=" + 512 * 1024 * 1024, options.get(0), "the Deployment's 512Mi limit");
+        assertTrue(options.containsAll(List.of("-XX:MaxRAMPercentage=50", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")), options.toString());
+        assertEquals(Map.of("MALLOC_ARENA_MAX", "2"), PackagedOperator.shippedEnvironment());
     }
 
     private static Properties applicationProperties() throws IOException {

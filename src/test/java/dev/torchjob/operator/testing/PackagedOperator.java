@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -28,6 +29,7 @@ public final class PackagedOperator {
     static final Path JVM_CONTAINERFILE = Path.of("native", "Containerfile.jvm");
     static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
     private static final Pattern JAVA_OPTS = Pattern.compile("(?m)^ENV JAVA_OPTS=\"([^\"]*)\"$");
+    private static final Pattern OTHER_ENV = Pattern.compile("(?m)^ENV (?!JAVA_OPTS=)(\\w+)=(\\S+)$");
 
     private PackagedOperator() {
     }
@@ -58,6 +60,20 @@ public final class PackagedOperator {
             List<String> options = new ArrayList<>(List.of("-XX:MaxRAM=" + Quantity.getAmountInBytes(memory).longValue()));
             options.addAll(List.of(javaOpts.group(1).strip().split("\\s+")));
             return options;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The rest of the JVM image's environment (glibc's malloc arenas); nothing for the native executable. */
+    public static Map<String, String> shippedEnvironment() {
+        if (isNative()) {
+            return Map.of();
+        }
+        try {
+            Map<String, String> environment = new TreeMap<>();
+            OTHER_ENV.matcher(Files.readString(JVM_CONTAINERFILE)).results().forEach(r -> environment.put(r.group(1), r.group(2)));
+            return environment;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
