@@ -1,7 +1,6 @@
 package dev.torchjob.operator.cluster;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -28,7 +27,6 @@ import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
-import io.fabric8.kubernetes.client.utils.Serialization;
 
 /**
  * The operator's container image, built with podman from the repository's Containerfile
@@ -41,7 +39,6 @@ import io.fabric8.kubernetes.client.utils.Serialization;
  * the API server's certificate holds, mapped to the host; its port 8080 is published on a free one.
  */
 final class OperatorContainer implements BenchmarkedOperator {
-    static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
     static final String IMAGE = "localhost/torchjob-operator:it";
     private static final String SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
     private static final String API_SERVER_NAME = "kubernetes.default.svc";
@@ -112,10 +109,7 @@ final class OperatorContainer implements BenchmarkedOperator {
 
     /** podman's options for the Deployment's pod, plus what the kubelet adds to every pod. */
     private List<String> options(ControlPlane cluster, String token) throws IOException {
-        Deployment deployment;
-        try (InputStream in = Files.newInputStream(DEPLOYMENT)) {
-            deployment = Serialization.unmarshal(in, Deployment.class);
-        }
+        Deployment deployment = PackagedOperator.deployment();
         PodSpec pod = deployment.getSpec().getTemplate().getSpec();
         Container operator = pod.getContainers().get(0);
         String namespace = deployment.getMetadata().getNamespace();

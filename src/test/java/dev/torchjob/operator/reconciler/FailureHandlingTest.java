@@ -154,8 +154,12 @@ class FailureHandlingTest {
         var error = refused.getStatus().conditions.stream().filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
         assertEquals("FailedCreatePod", error.reason);
         assertEquals("pod j-master-0: pods is forbidden: denied by the team's admission policy", error.message);
+        // The first pod goes alone, before the Service: a refused job leaves nothing behind (the next try is a second away).
+        assertTrue(client.services().inNamespace("refused").list().getItems().isEmpty(), "no Service while its pods are refused");
 
         cluster.awaitPods(3); // the retries go on until the API server takes them
+        assertEquals(List.of("j"), client.services().inNamespace("refused").list().getItems().stream().map(s -> s.getMetadata().getName()).toList(),
+                "the Service follows the first pod the API server takes");
         cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> "ReconcileError".equals(c.type) && !c.isTrue()));
         assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(),
                 "one event for the same error, however often it was met");

@@ -27,7 +27,7 @@ public final class PackagedOperator {
     public static final Path RUNNER = Path.of(System.getProperty("torchjob.runner", "target/quarkus-app/quarkus-run.jar"))
             .toAbsolutePath();
     static final Path JVM_CONTAINERFILE = Path.of("native", "Containerfile.jvm");
-    static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
+    public static final Path DEPLOYMENT = Path.of("kubernetes", "base", "deployment.yaml");
     private static final Pattern JAVA_OPTS = Pattern.compile("(?m)^ENV JAVA_OPTS=\"([^\"]*)\"$");
     private static final Pattern OTHER_ENV = Pattern.compile("(?m)^ENV (?!JAVA_OPTS=)(\\w+)=(\\S+)$");
 
@@ -52,14 +52,19 @@ public final class PackagedOperator {
             if (!javaOpts.find()) {
                 throw new IllegalStateException(JVM_CONTAINERFILE + " sets no JAVA_OPTS");
             }
-            Deployment deployment;
-            try (InputStream in = Files.newInputStream(DEPLOYMENT)) {
-                deployment = Serialization.unmarshal(in, Deployment.class);
-            }
-            Quantity memory = deployment.getSpec().getTemplate().getSpec().getContainers().get(0).getResources().getLimits().get("memory");
+            Quantity memory = deployment().getSpec().getTemplate().getSpec().getContainers().get(0).getResources().getLimits().get("memory");
             List<String> options = new ArrayList<>(List.of("-XX:MaxRAM=" + Quantity.getAmountInBytes(memory).longValue()));
             options.addAll(List.of(javaOpts.group(1).strip().split("\\s+")));
             return options;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The install's Deployment of the operator, as kubectl applies it. */
+    public static Deployment deployment() {
+        try (InputStream in = Files.newInputStream(DEPLOYMENT)) {
+            return Serialization.unmarshal(in, Deployment.class);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
