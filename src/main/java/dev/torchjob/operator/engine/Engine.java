@@ -225,7 +225,7 @@ public final class Engine {
                 Stopped s = notRestartable.replica();
                 view.failed(s.ending());
                 String message = s.ending().withOutput(s.ending().summary() + "; restartPolicy " + s.policy() + " does not restart it");
-                events.add(JobEvent.warning("ReplicaFailed", message));
+                events.add(JobEvent.warning("ReplicaFailed", message).about(s.podUid()));
                 return end(Outcome.ReplicaFailedPermanently, message, topology);
             }
             if (decision instanceof RestartDecision.BudgetSpent spent) {
@@ -233,7 +233,7 @@ public final class Engine {
                 ReplicaEnding ending = spent.replica().ending();
                 String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
                         + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
-                events.add(JobEvent.warning("ReplicaFailed", message));
+                events.add(JobEvent.warning("ReplicaFailed", message).about(spent.replica().podUid()));
                 return end(Outcome.BackoffLimitExceeded, message, topology);
             }
             RestartDecision.Restart restart = (RestartDecision.Restart) decision;
@@ -290,14 +290,19 @@ public final class Engine {
                     view.restartedInPlace(ending, restarted.restarts());
                     String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
                             + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
-                    events.add(JobEvent.warning("ReplicaFailed", message));
+                    events.add(JobEvent.warning("ReplicaFailed", message).about(inPlaceSubject(restarted)));
                     return Optional.of(end(Outcome.BackoffLimitExceeded, message, topology));
                 }
             }
             view.restartedInPlace(ending, restarted.restarts());
             events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput(ending.summary() + " (restart " + ledger.backoffCount()
-                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + ")")));
+                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + ")")).about(inPlaceSubject(restarted)));
             return Optional.empty();
+        }
+
+        /** A pod's restarts in place are told apart by how many the kubelet had made. */
+        private static String inPlaceSubject(RestartedInPlace restarted) {
+            return uidOf(restarted.pod()) + "#" + restarted.restarts();
         }
 
         /** Counts the restart; when the back-off makes it wait, returns when its new pod is due. */
@@ -320,7 +325,7 @@ public final class Engine {
                             : ending.cause().name().toLowerCase()));
             events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " (restart "
                     + ledger.backoffCount() + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + (restartAt == null ? "" : "; back-off " + delay.toSeconds()
-                    + " s, new pod at " + restartAt) + ")")));
+                    + " s, new pod at " + restartAt) + ")")).about(s.podUid()));
             return Optional.ofNullable(restartAt);
         }
 

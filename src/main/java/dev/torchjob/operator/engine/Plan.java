@@ -104,9 +104,23 @@ public record Plan<S>(
     public record PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason) {
     }
 
-    public record JobEvent(Type type, String reason, String message) {
+    /**
+     * {@code subject}: what the event reports when one pass may say it of several things (the pod UID
+     * and, for in-place restarts, the restart), so that it keeps its identity when a later pass words it
+     * differently (a later back-off time); null when the reason alone tells it apart within a pass.
+     */
+    public record JobEvent(Type type, String reason, String message, String subject) {
         public enum Type {
             Normal, Warning
+        }
+
+        public JobEvent(Type type, String reason, String message) {
+            this(type, reason, message, null);
+        }
+
+        /** This event, said of one thing (a pod, a pod's n-th restart in place). */
+        public JobEvent about(String what) {
+            return new JobEvent(type, reason, message, what);
         }
 
         public static JobEvent normal(String reason, String message) {

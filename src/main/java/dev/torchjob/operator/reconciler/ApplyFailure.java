@@ -19,6 +19,27 @@ public class ApplyFailure extends RuntimeException {
         return reason;
     }
 
+    /** The API server's HTTP status for the refused call; 0 when it did not answer. */
+    public int code() {
+        return getCause() instanceof KubernetesClientException api ? api.getCode() : 0;
+    }
+
+    /** Refused because the job's namespace is being deleted: the job goes with it. */
+    public boolean namespaceTerminating() {
+        return namespaceTerminating(getCause());
+    }
+
+    /** The namespace lifecycle admission's refusal of new objects in a namespace being deleted. */
+    static boolean namespaceTerminating(Throwable cause) {
+        if (!(cause instanceof KubernetesClientException api) || api.getCode() != 403 || api.getStatus() == null) {
+            return false;
+        }
+        var details = api.getStatus().getDetails();
+        return details != null && details.getCauses() != null
+                && details.getCauses().stream().anyMatch(c -> "NamespaceTerminating".equals(c.getReason()))
+                || api.getStatus().getMessage() != null && api.getStatus().getMessage().contains("because it is being terminated");
+    }
+
     /** The API server's message (which names the field or quota), else the exception's. */
     static String serverMessage(Throwable cause) {
         if (cause instanceof KubernetesClientException api && api.getStatus() != null && api.getStatus().getMessage() != null) {

@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import java.net.HttpURLConnection;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,6 +22,7 @@ import dev.torchjob.operator.metrics.OperatorSdkMetrics;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.CustomResource;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
@@ -44,6 +46,8 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     /** Retries of a step the API server refused: as @GradualRetry retries any other error, 1 s doubling to 5 min. */
     private static final Duration MIN_RETRY = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY = Duration.ofMinutes(5);
+    /** A namespace seen being deleted: its jobs' passes do nothing for this long, then ask again. */
+    private static final Duration NAMESPACE_ENDING = Duration.ofSeconds(30);
 
     @Inject
     PlanExecutor executor;
@@ -65,6 +69,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Inject
     PassesInFlight passes;
+
+    @Inject
+    Refusals refusals;
 
     @Inject
     OperatorSdkMetrics sdkMetrics;
@@ -125,16 +132,24 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     }
 
     private UpdateControl<J> pass(J job, Context<J> context) {
-        if (job.getMetadata().getDeletionTimestamp() != null) {
-            // Being deleted (foreground: its pods first): nothing is created for it any more; HeldWorkloads lets its Workload go.
+        if (job.getMetadata().getDeletionTimestamp() != null
+                || refusals.namespaceEnding(job.getMetadata().getNamespace(), clock.instant(), NAMESPACE_ENDING)) {
+            // Being deleted (foreground: its pods first), or its namespace is: the pods' deletions are no
+            // failures, nothing is created for it any more; HeldWorkloads lets its Workload go.
             return UpdateControl.noUpdate();
         }
         Optional<String> unreadable = unreadableStatus(job);
         if (unreadable.isPresent()) {
             // Planning from an empty status would count restarts again and could undo an outcome: the job is
-            // left as it is, and its events say why.
-            events.record(job, Plan.JobEvent.warning("StatusUnreadable", unreadable.get()
-                    + "; the operator leaves this job alone until its status can be read"));
+            // left as it is, and its events say why (once for each version of the job that cannot be read).
+            try {
+                events.record(job, Plan.JobEvent.warning("StatusUnreadable", unreadable.get()
+                        + "; the operator leaves this job alone until its status can be read"),
+                        "unreadable\n" + job.getMetadata().getResourceVersion());
+            } catch (KubernetesClientException e) {
+                LOG.warnf("%s %s/%s: its status cannot be read (%s); nor could that be said: %s", job.getKind(),
+                        job.getMetadata().getNamespace(), job.getMetadata().getName(), unreadable.get(), ApplyFailure.serverMessage(e));
+            }
             return UpdateControl.noUpdate();
         }
         ResourceID id = ResourceID.fromResource(job);
@@ -181,10 +196,11 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             // older one, which would undo a counted restart), else the last one (writing the plan's
             // status here would count a restart whose event this pass never sent). A first pass whose
             // creates failed before its status was written counted nothing: its status takes the condition.
-            boolean planStatusWritten = plan.statusChanged() && !PlanExecutor.STATUS_STEP.equals(e.reason());
+            boolean planStatusWritten = plan.statusChanged() && PlanExecutor.statusWrittenBefore(e);
             return retryAfterRefusal(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
         }
         // Applied in full: an error still on the job is over.
+        refusals.over(job.getMetadata().getUid());
         withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
                 .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         UpdateControl<J> control = UpdateControl.noUpdate();
@@ -198,27 +214,48 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
      * A step the API server refused: said once per distinct error (the condition, a Warning event and
      * one log line; retries repeat none of them), and the job looked at again after as long as the
      * error has lasted (1 s, 2 s, 4 s, ... at most 5 min), read from the condition itself, so the
-     * back-off survives an operator restart. Not thrown: the framework would log a stack trace at
-     * every retry, and a hundred refused jobs would drown the log.
+     * back-off survives an operator restart, or from memory where the condition could not be written.
+     * Not thrown: the framework would log a stack trace at every retry, and a hundred refused jobs would
+     * drown the log. A job that is gone, or whose namespace is being deleted, is let go at once.
      */
     private UpdateControl<J> retryAfterRefusal(J job, S status, ApplyFailure failure, Context<J> context) {
+        String uid = job.getMetadata().getUid();
+        if (failure.namespaceTerminating()) {
+            refusals.namespaceEnding(job.getMetadata().getNamespace(), clock.instant());
+            refusals.over(uid);
+            LOG.debugf("%s %s/%s: its namespace is being deleted", job.getKind(), job.getMetadata().getNamespace(),
+                    job.getMetadata().getName());
+            return UpdateControl.noUpdate();
+        }
+        if (PlanExecutor.STATUS_STEP.equals(failure.reason()) && failure.code() == HttpURLConnection.HTTP_NOT_FOUND) {
+            refusals.over(uid); // deleted since the pass began: its deletion event ends what is left of it
+            LOG.debugf("%s %s/%s: gone", job.getKind(), job.getMetadata().getNamespace(), job.getMetadata().getName());
+            return UpdateControl.noUpdate();
+        }
         sdkMetrics.refusedReconciliation();
-        Instant since = report(job, status, failure, context).or(() -> errorSince(status)).orElse(clock.instant());
+        Instant since = refusals.of(uid).filter(said -> said.sameAs(failure)).map(Refusals.Refusal::since)
+                .or(() -> withReconcileError(status, failure.reason(), failure.getMessage()).isEmpty() ? errorSince(status) : Optional.empty())
+                .orElseGet(() -> say(job, status, failure, context));
+        refusals.said(uid, new Refusals.Refusal(failure.reason(), failure.getMessage(), since));
         Duration lasted = Duration.between(since, clock.instant());
         Duration delay = lasted.compareTo(MIN_RETRY) < 0 ? MIN_RETRY : lasted.compareTo(MAX_RETRY) > 0 ? MAX_RETRY : lasted;
         return UpdateControl.<J>noUpdate().rescheduleAfter(delay);
     }
 
-    /** Since when the job's ReconcileError condition has been True, if it is. */
-    protected abstract Optional<Instant> errorSince(S status);
-
-    /** The job's ReconcileError condition and a Warning event, once per distinct error; when new, since when it is said. */
-    private Optional<Instant> report(J job, S status, ApplyFailure failure, Context<J> context) {
-        Optional<S> said = withReconcileError(status, failure.reason(), failure.getMessage());
-        said.ifPresent(failing -> {
-            LOG.warnf("%s %s/%s: %s (%s); retried with back-off", job.getKind(), job.getMetadata().getNamespace(),
-                    job.getMetadata().getName(), failure.getMessage(), failure.reason());
-            events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()));
+    /** A new refusal: one log line, a Warning event, the job's ReconcileError condition; returns since when it is said. */
+    private Instant say(J job, S status, ApplyFailure failure, Context<J> context) {
+        LOG.warnf("%s %s/%s: %s (%s); retried with back-off", job.getKind(), job.getMetadata().getNamespace(),
+                job.getMetadata().getName(), failure.getMessage(), failure.reason());
+        try {
+            // Named by the error and the job's version: an operator killed before the condition below was
+            // written says it again under the same name, which the API server keeps once.
+            events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()),
+                    "refused\n" + failure.reason() + "\n" + failure.getMessage() + "\n" + job.getMetadata().getResourceVersion());
+        } catch (KubernetesClientException e) {
+            LOG.debugf("%s %s/%s: could not say it in an event: %s", job.getKind(), job.getMetadata().getNamespace(),
+                    job.getMetadata().getName(), ApplyFailure.serverMessage(e));
+        }
+        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> {
             try {
                 executor.writeStatus(job, failing, context);
             } catch (ApplyFailure e) {
@@ -226,6 +263,10 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                         job.getMetadata().getName(), e.getMessage());
             }
         });
-        return said.isPresent() ? Optional.of(clock.instant()) : Optional.empty();
+        return clock.instant();
     }
+
+    /** Since when the job's ReconcileError condition has been True, if it is. */
+    protected abstract Optional<Instant> errorSince(S status);
+
 }

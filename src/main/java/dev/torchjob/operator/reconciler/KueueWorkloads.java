@@ -233,7 +233,7 @@ public class KueueWorkloads {
             if (foreign.add(job.getMetadata().getUid())) {
                 events.record(job, Plan.JobEvent.warning("WorkloadNotOurs", "Workload " + name + " was made by Kueue's own "
                         + "integration for this kind, not by this operator: Kueue queues the job through its suspend field. With that "
-                        + "integration on, leave the kind out of Kueue's externalFrameworks (docs/kueue.md)."));
+                        + "integration on, leave the kind out of Kueue's externalFrameworks (docs/kueue.md)."), "not ours\n" + name);
             }
         }
         return false;

@@ -3,7 +3,9 @@ package dev.torchjob.operator.reconciler;
 import java.net.HttpURLConnection;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -15,6 +17,7 @@ import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -33,9 +36,10 @@ import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 /**
- * Applies a plan, for any job kind, to the API server in the order that keeps restart counting exactly-once:
- * status first (it records which pod UIDs were counted), then the events that report it together
- * with the deletes, then creates (the PodGroup, then the first pod, then the Services with the other pods).
+ * Applies a plan, for any job kind, to the API server in the order that keeps restarts counted and said exactly once:
+ * the events (named by what they report, so a repeat is refused), then the status (it records which pod
+ * UIDs were counted), then the deletes, then creates (the PodGroup, then the first pod, then the Services
+ * with the other pods).
  */
 @ApplicationScoped
 public class PlanExecutor {
@@ -43,6 +47,8 @@ public class PlanExecutor {
     private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
     /** The reason of a failed status write: the first step, so nothing of the plan was applied. */
     static final String STATUS_STEP = "FailedStatusUpdate";
+    /** The reason of a failed event: it comes before the status, so nothing of the plan was applied either. */
+    static final String EVENT_STEP = "FailedCreateEvent";
     /** The most API calls one job has in flight: creates, or deletes with the events. */
     static final int MAX_CALLS_AT_ONCE = 32;
 
@@ -69,32 +75,35 @@ public class PlanExecutor {
     boolean serverSideApply;
 
     public <S, J extends CustomResource<?, S>> void apply(J job, Plan<S> plan, Context<J> context) {
+        // The events first, one after another in the plan's order (the cause before the outcome: readers
+        // that order by creation show them as decided), then the status that records what they report.
+        // A pass cut in between (a refused call, an operator killed) leaves the status as it was: the next
+        // pass decides the same again, names each event the same, and the API server keeps the first.
+        Map<String, Integer> saidOfReason = new HashMap<>();
+        for (JobEvent event : plan.events()) {
+            String identity = event.subject() != null ? event.subject() : "#" + saidOfReason.merge(event.reason(), 1, Integer::sum);
+            step(EVENT_STEP, "event " + event.reason(), () -> events.record(job, event,
+                    transition(plan) + "\n" + event.reason() + "\n" + identity));
+        }
         if (plan.statusChanged()) {
             writeStatus(job, plan.status(), context);
             metrics.statusWritten(job, plan); // counted once: when the transition is written
         } else {
             metrics.observe(job, plan.after());
         }
-        // Events report the status just written. They go out together with the deletes (and the
-        // other owned objects' changes), and every call is awaited before any failure is rethrown,
-        // so a failing delete or create never loses one (the next pass would not say it again).
+        // Every delete and apply is awaited before any failure is rethrown.
         String namespace = job.getMetadata().getNamespace();
-        List<Uni<Void>> eventsAndDeletes = new ArrayList<>();
-        // The events one after another, in the plan's order (the cause before the outcome): readers
-        // that order by creation (kubectl within one second, the local run) show them as decided.
-        if (!plan.events().isEmpty()) {
-            eventsAndDeletes.add(call(() -> plan.events().forEach(event -> events.record(job, event))));
-        }
-        plan.podsToDelete().forEach(deletion -> eventsAndDeletes.add(call(
+        List<Uni<Void>> deletesAndApplies = new ArrayList<>();
+        plan.podsToDelete().forEach(deletion -> deletesAndApplies.add(call(
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
-        plan.servicesToDelete().forEach(service -> eventsAndDeletes.add(call(
+        plan.servicesToDelete().forEach(service -> deletesAndApplies.add(call(
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
-        plan.objectsToDelete().forEach(object -> eventsAndDeletes.add(call(() -> step("FailedDelete" + object.getKind(),
+        plan.objectsToDelete().forEach(object -> deletesAndApplies.add(call(() -> step("FailedDelete" + object.getKind(),
                 object.getKind() + " " + object.getMetadata().getName(), () -> client.resource(object).delete()))));
-        plan.objectsToApply().forEach(object -> eventsAndDeletes.add(call(() -> step("FailedApply" + object.getKind(),
+        plan.objectsToApply().forEach(object -> deletesAndApplies.add(call(() -> step("FailedApply" + object.getKind(),
                 object.getKind() + " " + object.getMetadata().getName(),
                 () -> client.resource(object).createOr(NonDeletingOperation::update)))));
-        inParallel(eventsAndDeletes);
+        inParallel(deletesAndApplies);
         if (plan.deleteJob()) {
             // Its time to live is over: the garbage collector takes its pods and Services with it.
             step("FailedDeleteJob", job.getKind() + " " + job.getMetadata().getName(),
@@ -130,9 +139,26 @@ public class PlanExecutor {
             inSlowStartBatches(creates);
         } finally {
             // Only the pods this pass did create are reported: not those refused, nor those that existed.
-            plan.podsCreated().filter(report -> !created.isEmpty()).ifPresent(report -> events.record(job, report.event(
-                    plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).filter(created::contains).toList())));
+            // Said by the pass that created them, or by none: a pass after it finds the pods there.
+            List<String> names = plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).filter(created::contains).toList();
+            plan.podsCreated().filter(report -> !names.isEmpty()).ifPresent(report -> {
+                try {
+                    events.record(job, report.event(names), transition(plan) + "\ncreated " + names);
+                } catch (KubernetesClientException e) {
+                    LOG.warnf("could not record event PodsCreated on %s %s/%s: %s", job.getKind(), namespace,
+                            job.getMetadata().getName(), ApplyFailure.serverMessage(e));
+                }
+            });
         }
+    }
+
+    /**
+     * The state a plan starts from, as it is stored: the same until the plan's status is written, so a
+     * pass that repeats an interrupted one gives its events the same identities, and a later pass that
+     * says the same words of another state (a second pause) gives new ones.
+     */
+    private static String transition(Plan<?> plan) {
+        return "from " + plan.before();
     }
 
     /**
@@ -168,6 +194,11 @@ public class PlanExecutor {
             apiCall.run();
             return null;
         });
+    }
+
+    /** Whether the plan's status was written before the step that failed (it comes after the events). */
+    static boolean statusWrittenBefore(ApplyFailure failure) {
+        return !STATUS_STEP.equals(failure.reason()) && !EVENT_STEP.equals(failure.reason());
     }
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */

@@ -191,6 +191,88 @@ class FailureHandlingTest {
         assertEquals(1, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count());
     }
 
+    /**
+     * The API server fails the event that reports a restart or the outcome (a 500, past the client's own
+     * two retries): the pass stops before the status that records it, and the next pass writes both, the event once.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"restart, ReplicaRestarted", "outcome, Succeeded"})
+    void anEventTheApiServerFailsOnceIsSaidOnceByTheNextPass(String what, String reason) {
+        String namespace = "event-failed-" + what;
+        OperatorHarness cluster = running(client, namespace, "OnFailure", "{backoffLimit: 3}");
+        cluster.awaitEvent("PodsCreated", "j-master-0");
+        server.expect().post().withPath("/api/v1/namespaces/" + namespace + "/events").andReturn(500, new StatusBuilder()
+                .withCode(500).withReason("InternalError").withMessage("etcdserver: request timed out").build()).times(3);
+        if (what.equals("restart")) {
+            String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+            cluster.kubelet.exit("j-worker-0", 1);
+            cluster.awaitNewPod("j-worker-0", uid);
+            cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        } else {
+            cluster.kubelet.exit("j-master-0", 0);
+            cluster.awaitPhase("j", JobPhase.Succeeded);
+        }
+        cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> "ReconcileError".equals(c.type) && !c.isTrue()));
+        assertEquals(1, cluster.events().stream().filter(e -> reason.equals(e.getReason())).count(), () -> "said once: " + cluster.events().stream().map(e -> e.getReason() + " " + e.getMetadata().getName()).toList());
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedCreateEvent".equals(e.getReason())).count(),
+                "the refusal said once too");
+        assertEquals(what.equals("restart") ? 1 : 0, cluster.job("j").getStatus().backoffCount, "counted once");
+    }
+
+    /**
+     * A status write refused for good (here a 403 every time: a webhook, RBAC without the status
+     * subresource): the error is said once and the retries back off as documented although the
+     * condition that keeps the back-off cannot be written.
+     */
+    @Test
+    void aStatusWriteRefusedForGoodIsSaidOnceAndRetriedWithBackOff() throws InterruptedException {
+        String path = "/apis/batch.tensorstack.dev/v1beta1/namespaces/status-never/pytorchtrainingjobs/j/status";
+        server.expect().put().withPath(path).andReturn(403, new StatusBuilder().withCode(403).withReason("Forbidden")
+                .withMessage("denied by the team's admission policy").build()).always();
+        drainRequests();
+        OperatorHarness cluster = new OperatorHarness(client, "status-never");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        Thread.sleep(Duration.ofSeconds(9).toMillis());
+        // The first pass creates, then writes; retries after 1, 1, 2 and 4 s: six writes at most in 9 s, not eighteen.
+        int writes = requestsSent("PUT", path);
+        assertTrue(writes >= 3 && writes <= 7, writes + " status writes in 9 s");
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count());
+        assertEquals(3, cluster.pods().size(), "nothing created twice");
+    }
+
+    /** A job whose own object is gone (404 on its status) is let go at once: no retries, nothing said. */
+    @Test
+    void aJobWhoseStatusIsNotFoundIsLetGo() throws InterruptedException {
+        String path = "/apis/batch.tensorstack.dev/v1beta1/namespaces/status-gone/pytorchtrainingjobs/j/status";
+        server.expect().put().withPath(path).andReturn(404, new StatusBuilder().withCode(404).withReason("NotFound")
+                .withMessage("pytorchtrainingjobs.batch.tensorstack.dev \"j\" not found").build()).always();
+        drainRequests();
+        OperatorHarness cluster = new OperatorHarness(client, "status-gone");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        Thread.sleep(Duration.ofSeconds(4).toMillis());
+        assertTrue(requestsSent("PUT", path) <= 3, "not retried");
+        assertEquals(0, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count());
+    }
+
+    private void drainRequests() throws InterruptedException {
+        while (server.getKubernetesMockServer().takeRequest(10, TimeUnit.MILLISECONDS) != null) {
+            // requests of earlier tests
+        }
+    }
+
+    private int requestsSent(String method, String path) throws InterruptedException {
+        int count = 0;
+        for (var request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS); request != null;
+                request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS)) {
+            if (method.equals(request.getMethod()) && path.equals(request.getPath())) {
+                count++;
+            }
+        }
+        return count;
+    }
+
     private int podCreatesSent(String path) throws InterruptedException {
         int count = 0;
         for (var request = server.getKubernetesMockServer().takeRequest(1, TimeUnit.SECONDS); request != null; request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS)) {

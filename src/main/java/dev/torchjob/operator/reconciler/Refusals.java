@@ -1,0 +1,65 @@
+package dev.torchjob.operator.reconciler;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import jakarta.enterprise.context.ApplicationScoped;
+
+/**
+ * The refusal each job's passes are being retried for, and since when, by job UID. The job's
+ * ReconcileError condition says the same and survives an operator restart; this is what holds when
+ * that condition cannot be written either (the status itself refused for good: RBAC, a webhook), so
+ * that the error is still said once and the retries still back off. Also the namespaces being
+ * deleted, whose jobs are going away: nothing is counted, created or said for them.
+ */
+@ApplicationScoped
+public class Refusals {
+    /** Jobs deleted while refused are never told over: the oldest go first past this many. */
+    private static final int MOST = 10_000;
+
+    public record Refusal(String reason, String message, Instant since) {
+        boolean sameAs(ApplyFailure failure) {
+            return reason.equals(failure.reason()) && message.equals(failure.getMessage());
+        }
+    }
+
+    private final Map<String, Refusal> byJob = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Refusal> eldest) {
+            return size() > MOST;
+        }
+    };
+
+    /** Namespaces whose creates the API server refused because they are being deleted, and when. */
+    private final Map<String, Instant> namespacesEnding = new LinkedHashMap<>();
+
+    synchronized Optional<Refusal> of(String jobUid) {
+        return Optional.ofNullable(byJob.get(jobUid));
+    }
+
+    synchronized void said(String jobUid, Refusal refusal) {
+        byJob.put(jobUid, refusal);
+    }
+
+    /** The job's passes go through again (or it is gone). */
+    synchronized void over(String jobUid) {
+        byJob.remove(jobUid);
+    }
+
+    /** The API server said the namespace is being deleted: its jobs go with it. */
+    synchronized void namespaceEnding(String namespace, Instant now) {
+        namespacesEnding.put(namespace, now);
+    }
+
+    /**
+     * Whether the namespace was seen being deleted within {@code lately}: its jobs' passes do nothing
+     * meanwhile. Asked again after that, once, in case a namespace of the same name was made anew.
+     */
+    synchronized boolean namespaceEnding(String namespace, Instant now, Duration lately) {
+        namespacesEnding.values().removeIf(seen -> seen.isBefore(now.minus(lately)));
+        return namespacesEnding.containsKey(namespace);
+    }
+}
