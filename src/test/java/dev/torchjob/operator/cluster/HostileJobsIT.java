@@ -40,6 +40,8 @@ class HostileJobsIT {
     static final int FAILING_JOBS = 300;
     static final int ROUNDS = 3;
     static final int WARM_UP_JOBS = 20;
+    static final int ODD_JOBS = 100;
+    static final int ODD_ROUNDS = 4;
     static final Duration SETTLE = Duration.ofSeconds(120);
     static OperatorInstall install;
     static KubernetesClient admin;
@@ -197,6 +199,52 @@ class HostileJobsIT {
         long aboutFailing = since.stream().filter(l -> l.contains(cluster.namespace + "/failing-")).count();
         assertTrue(aboutFailing <= FAILING_JOBS, aboutFailing + " log lines about " + FAILING_JOBS + " refused jobs");
         assertTrue(since.stream().noneMatch(l -> l.contains("Uncaught error") || l.startsWith("\tat ")), "no stack traces");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /**
+     * Bursts of odd jobs the API server admits (unknown replica types in debug mode, swapped groups, ports
+     * at the edge, unicode in env values, duplicate container names, env names pods refuse...), each
+     * submitted at once, and a valid job right behind each burst: its pods within 5 s in every round.
+     */
+    @Test
+    void aJobBehindABurstOfOddSpecsGetsItsPodsWithinSecondsEveryRound() throws Exception {
+        OperatorHarness cluster = install.harness("odd-burst");
+        timeToPods(cluster, "warm-up");
+        List<Long> behind = new ArrayList<>();
+        List<Integer> admittedPerRound = new ArrayList<>();
+        java.util.concurrent.ExecutorService submitters = java.util.concurrent.Executors.newFixedThreadPool(16);
+        try {
+            for (int round = 0; round < ODD_ROUNDS; round++) {
+                List<java.util.concurrent.Future<Boolean>> submitted = new ArrayList<>();
+                for (int i = 0; i < ODD_JOBS; i++) {
+                    long seed = 10_000L * (round + 1) + i;
+                    submitted.add(submitters.submit(() -> {
+                        HostileJob hostile = HostileJobs.generate(seed);
+                        GenericKubernetesResource job = Serialization.unmarshal(hostile.json(), GenericKubernetesResource.class);
+                        try {
+                            admin.genericKubernetesResources(ApiServerContractIT.JOBS).inNamespace(cluster.namespace).resource(job).create();
+                            return true;
+                        } catch (KubernetesClientException e) {
+                            return false;
+                        }
+                    }));
+                }
+                int admitted = 0;
+                for (java.util.concurrent.Future<Boolean> f : submitted) {
+                    admitted += f.get() ? 1 : 0;
+                }
+                admittedPerRound.add(admitted);
+                behind.add(timeToPods(cluster, "valid-" + round).toMillis());
+            }
+        } finally {
+            submitters.shutdown();
+        }
+        System.out.printf("time to pods of a 3-replica job behind %d odd jobs (admitted per round %s): %s ms%n", ODD_JOBS,
+                admittedPerRound, behind);
+        assertTrue(admittedPerRound.stream().allMatch(n -> n > ODD_JOBS / 2), "most odd jobs are admitted: " + admittedPerRound);
+        assertTrue(behind.stream().allMatch(ms -> ms < 5000), "a valid job's pods within 5 s, every round: " + behind);
+        assertTrue(operator.healthy(), "the operator is healthy: " + operator.tail());
         admin.namespaces().withName(cluster.namespace).delete();
     }
 

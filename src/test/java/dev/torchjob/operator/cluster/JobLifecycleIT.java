@@ -21,6 +21,7 @@ import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.reconciler.PyTorchJobTestJobs;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -222,6 +223,46 @@ class JobLifecycleIT {
         assertFalse(cluster.events().stream().anyMatch(e -> "FailedCreatePod".equals(e.getReason())),
                 "the operator did not recreate pods of a job being deleted");
         admin.namespaces().withName(cluster.namespace).delete();
+    }
+
+    /**
+     * A namespace deleted while jobs of both kinds run in it: the namespace controller deleting their pods
+     * is no failure. Nothing is counted, created or said; at most one create per job is even tried and
+     * refused (the refusal is how the operator learns the namespace is going away), and the namespace goes.
+     */
+    @Test
+    void aNamespaceBeingDeletedTakesItsJobsWithNothingCountedCreatedOrSaid() throws Exception {
+        OperatorHarness cluster = running("ns-deleted", "OnFailure", "{backoffLimit: 3}");
+        cluster.submitPyTorchJob(PyTorchJobTestJobs.job("k", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1", "k-master-0", "k-worker-0", "k-worker-1");
+        cluster.runAll();
+        cluster.awaitState("k", "Running");
+        boolean audited = java.nio.file.Files.exists(install.cluster.auditLog());
+        OperatorWrites before = audited ? OperatorWrites.read(install.cluster) : null;
+        double restartsBefore = restartsCounted(cluster.namespace);
+
+        admin.namespaces().withName(cluster.namespace).delete();
+        await().atMost(WAIT.multipliedBy(2)).pollInterval(Duration.ofMillis(500))
+                .until(() -> admin.namespaces().withName(cluster.namespace).get() == null);
+
+        assertEquals(restartsBefore, restartsCounted(cluster.namespace), "no restart counted");
+        if (!audited) {
+            return; // a cluster the tests did not start: no audit log of the operator's writes
+        }
+        OperatorWrites after = OperatorWrites.read(install.cluster);
+        for (String resource : List.of("events", "pods", "services")) {
+            assertEquals(before.count(cluster.namespace, "create", resource, 201), after.count(cluster.namespace, "create", resource, 201),
+                    "no " + resource + " created once the namespace was being deleted");
+        }
+        long refused = after.count(w -> cluster.namespace.equals(w.namespace()) && "create".equals(w.verb()) && w.code() == 403);
+        assertTrue(refused <= 2, refused + " refused creates for 2 jobs");
+    }
+
+    /** The operator's count of restarts in a namespace, as Prometheus would scrape it. */
+    static double restartsCounted(String namespace) throws Exception {
+        return install.operator().metrics().lines()
+                .filter(l -> l.startsWith("training_operator_jobs_restarted_total{") && l.contains("namespace=\"" + namespace + "\""))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
     }
 
     static boolean isTrue(PyTorchTrainingJob job, String type) {

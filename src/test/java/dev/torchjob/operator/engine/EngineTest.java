@@ -1,6 +1,7 @@
 package dev.torchjob.operator.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
+import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
@@ -344,5 +346,42 @@ class EngineTest {
         assertEquals(2, decision.state().backoffCount(), "the pod the status never named is counted too");
         assertTrue(decision.events().stream().anyMatch(e -> e.message().contains("pod j-worker-0 was deleted")));
         assertEquals(List.of("j-worker-0"), decision.podsToCreate().stream().map(r -> r.slot().podName()).toList());
+    }
+
+    /**
+     * A pass cut before its status was written is decided again from the same state, maybe later: each
+     * restart event names the same thing (the pod's UID; in place, with the kubelet's restart count), so
+     * the event gets the same name, though its wording (the back-off's due time) has moved on.
+     */
+    @Test
+    void aRestartDecidedAgainFromTheSameStateSaysItOfTheSameThing() {
+        Run run = new Run(1, 10);
+        run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(10));
+        run.pass();
+        run.pass();
+        String uid = run.pods.get("j-worker-0").getMetadata().getUid();
+        run.fail("j-worker-0", 2);
+        JobState before = run.state;
+        JobEvent first = restartEvent(run.pass());
+        run.state = before; // the status of that pass was never written
+        run.now = run.now.plusSeconds(3);
+        JobEvent again = restartEvent(run.pass());
+        assertEquals(uid, first.subject());
+        assertEquals(first.subject(), again.subject());
+        assertNotEquals(first.message(), again.message(), "the due time moved on; the subject, not the wording, names the event");
+
+        Run inPlace = new Run(kubeflowRules(Run.workersOnly(1, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS,
+                RetryableExitCodes.FROM_128), 3));
+        inPlace.pass();
+        String podUid = inPlace.pods.get("j-worker-0").getMetadata().getUid();
+        inPlace.restartInPlace("j-worker-0", 1);
+        assertEquals(podUid + "#1", restartEvent(inPlace.pass()).subject());
+        inPlace.restartInPlace("j-worker-0", 1);
+        assertEquals(podUid + "#2", restartEvent(inPlace.pass()).subject(), "the next restart of the same pod is another fact");
+    }
+
+    private static JobEvent restartEvent(Decision decision) {
+        return decision.events().stream().filter(e -> e.reason().equals("ReplicaRestarted")).findFirst()
+                .orElseThrow(() -> new AssertionError("no ReplicaRestarted in " + decision.events()));
     }
 }
