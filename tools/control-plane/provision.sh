@@ -10,6 +10,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=kubernetes-module.sh
+source "$here/kubernetes-module.sh"
 
 cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 bin="$cache/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION/bin"
@@ -40,39 +42,9 @@ else
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 
-  # Kubernetes: k8s.io/kubernetes requires its staging modules at v0.0.0, which no proxy serves.
-  # Point each one at its published tag v0.<minor>.<patch>, read from the module's own go.mod.
-  staging="v0.${KUBERNETES_VERSION#1.}"
-  minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
-  mkdir -p "$work/k8s" && cd "$work/k8s"
-  go mod init torchjob.invalid/control-plane/kubernetes >/dev/null 2>&1
-  upstream_gomod=$(go mod download -json "k8s.io/kubernetes@v$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\([^"]*\)".*/\1/p')
-  for m in $(grep -E '^[[:space:]]+k8s\.io/[a-z0-9-]+ v0\.0\.0([[:space:]]|$)' "$upstream_gomod" | awk '{print $1}'); do
-    go mod edit -replace="$m=$m@$staging"
-  done
-  # Same run-time GODEBUG defaults as the official binaries.
-  godebug=$(grep -E '^godebug ' "$upstream_gomod" || true)
-  [ -z "$godebug" ] || echo "$godebug" >> go.mod
-  cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
-  go get "k8s.io/kubernetes@v$KUBERNETES_VERSION" >&2
-  go mod tidy >&2
-  ldflags="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags="$ldflags -X $p.gitVersion=v$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-  done
+  kubernetes_module "$work/k8s" kube-apiserver kube-controller-manager kube-scheduler kubectl
   log "building Kubernetes v$KUBERNETES_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
-  go build -ldflags "$ldflags" -o "$bin/" \
+  go build -ldflags "$KUBERNETES_LDFLAGS" -o "$bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2
 

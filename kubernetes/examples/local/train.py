@@ -87,6 +87,7 @@ def main():
               f"accuracy {accuracy:.4f} (target {TARGET_ACCURACY}); {time.time() - started:.1f}s", flush=True)
         torch.save(model.state_dict(), MODEL_PATH)
         print(f"saved model to {os.path.abspath(MODEL_PATH)}", flush=True)
+    print(f"rank {rank}: final accuracy {accuracy:.4f}", flush=True)  # the same model on every rank
     dist.barrier()
     dist.destroy_process_group()
     if losses[-1] >= losses[0] or accuracy < TARGET_ACCURACY:

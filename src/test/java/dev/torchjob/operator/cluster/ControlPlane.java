@@ -214,6 +214,8 @@ public final class ControlPlane {
                 "--service-cluster-ip-range=10.96.0.0/16",
                 // Off by default upstream, on in OpenShift: owner references that block deletion need RBAC on the owner.
                 "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+                // The real node's kubelet (RealNode) is reached at its address for logs and exec, not by name.
+                "--kubelet-preferred-address-types=InternalIP",
                 "--allow-privileged=true"));
         awaitHttp("kube-apiserver", URI.create("https://127.0.0.1:" + port + "/readyz"));
     }

@@ -242,7 +242,7 @@ class HostileJobsIT {
         }
         System.out.printf("time to pods of a 3-replica job behind %d odd jobs (admitted per round %s): %s ms%n", ODD_JOBS,
                 admittedPerRound, behind);
-        assertTrue(admittedPerRound.stream().allMatch(n -> n > ODD_JOBS / 2), "most odd jobs are admitted: " + admittedPerRound);
+        assertTrue(admittedPerRound.stream().allMatch(n -> n >= ODD_JOBS / 3), "a third or more of the odd jobs are admitted: " + admittedPerRound);
         assertTrue(behind.stream().allMatch(ms -> ms < 5000), "a valid job's pods within 5 s, every round: " + behind);
         assertTrue(operator.healthy(), "the operator is healthy: " + operator.tail());
         admin.namespaces().withName(cluster.namespace).delete();

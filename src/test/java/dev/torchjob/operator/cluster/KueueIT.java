@@ -232,11 +232,18 @@ class KueueIT {
             cluster.runAll();
             cluster.submitPyTorchJob(pytorchJob("last-queued", "low", 1, "250m"));
             await().atMost(WAIT).until(() -> workloads(ns).size() == 2);
-            long podsCreated = OperatorWrites.read(install.cluster).count(ns, "create", "pods", 201);
+            OperatorWrites before = OperatorWrites.read(install.cluster);
             admin.namespaces().withName(ns).delete();
             await().atMost(Duration.ofSeconds(30)).until(() -> admin.namespaces().withName(ns).get() == null);
-            assertEquals(podsCreated, OperatorWrites.read(install.cluster).count(ns, "create", "pods", 201),
-                    "no pod created for a job being deleted");
+            // The namespace controller deleting the pods and Workloads is no restart and no eviction: nothing is
+            // created or said, and at most one create per job is tried (its refusal says the namespace is going).
+            OperatorWrites after = OperatorWrites.read(install.cluster);
+            for (String resource : List.of("pods", "services", "events", "workloads")) {
+                assertEquals(before.count(ns, "create", resource, 201), after.count(ns, "create", resource, 201),
+                        "no " + resource + " created for jobs whose namespace is being deleted");
+            }
+            long refused = after.count(w -> ns.equals(w.namespace()) && "create".equals(w.verb()) && w.code() == 403);
+            assertTrue(refused <= 2, refused + " refused creates for 2 jobs");
         }
     }
 

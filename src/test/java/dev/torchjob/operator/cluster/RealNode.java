@@ -1,0 +1,506 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+
+/**
+ * A real Kubernetes node in the test control plane, beside the kwok nodes: the kubelet, containerd
+ * with runc, Debian's CNI bridge plugin and CoreDNS for the cluster's names, as built by
+ * tools/control-plane/node.sh, running the images node-images.sh makes from Debian's packages.
+ *
+ * <p>Nothing of it reaches past the machine: the node's address and the pods' addresses are on a bridge
+ * of its own ({@link #BRIDGE}, {@link #POD_RANGE}) with no route out of it (the pods get no default
+ * route, the host forwards nothing), and CoreDNS answers the cluster's names and forwards nothing.
+ * Everything it leaves on the machine (mounts, cgroups, the bridge, the kubelet's iptables chains and
+ * kernel settings) is put back by {@link #close()}, and by the next start after a run that was killed.
+ *
+ * <p>Started by the tests that need a kubelet ({@link #get()}); while they run, {@link #exclusive()}
+ * keeps other pods off the kwok nodes' way: the kwok nodes are cordoned, so the scheduler places the
+ * pods, as written, on this node.
+ */
+public final class RealNode implements AutoCloseable {
+    public static final String NAME = "real-node";
+    static final String BRIDGE = "torchjob0";
+    /** The node's pods; the bridge holds the first address, which is also the node's and CoreDNS's. */
+    static final String POD_RANGE = "10.250.0.0/24";
+    static final String GATEWAY = "10.250.0.1";
+    /** Where the node keeps what it runs (fixed, so a run killed half-way is found and cleaned up by the next). */
+    static final Path STATE = Path.of("/run/torchjob-node");
+    private static final List<String> KERNEL_SETTINGS = List.of("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops");
+    private static final List<String> KUBELET_CHAINS = List.of("KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT");
+    private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
+    private static RealNode instance;
+
+    private final ControlPlane cluster;
+    private final Path bin;
+    private final Path containerdRoot;
+    private final List<Path> images;
+    private final Map<String, String> kernelBefore = new LinkedHashMap<>();
+    private final List<Path> madeOutsideState = new ArrayList<>();
+    private final int kubeletPort = ControlPlane.freePort();
+    private final int corednsHealthPort = ControlPlane.freePort();
+    private final int corednsReadyPort = ControlPlane.freePort();
+
+    private RealNode(ControlPlane cluster, Path bin, Path containerdRoot, List<Path> images) {
+        this.cluster = cluster;
+        this.bin = bin;
+        this.containerdRoot = containerdRoot;
+        this.images = images;
+    }
+
+    /**
+     * The real node of this JVM's control plane, started on first use. Where the machine does not
+     * allow it (no root, no cgroup to write, no network namespaces) the test is skipped with the reason,
+     * except in CI, where that is a failure.
+     */
+    public static synchronized RealNode get() {
+        if (instance == null) {
+            ControlPlane cluster = OperatorInstall.get().cluster;
+            String missing = missingPrivileges();
+            if (missing != null) {
+                if ("true".equals(System.getenv("CI"))) {
+                    throw new AssertionError("the real node cannot run on this machine: " + missing);
+                }
+                throw new org.opentest4j.TestAbortedException("no real node here: " + missing);
+            }
+            List<String> provisioned = run(null, "bash", Path.of("tools", "control-plane", "node.sh").toAbsolutePath().toString());
+            Path bin = Path.of(provisioned.get(provisioned.size() - 1));
+            List<Path> images = run(null, "bash", Path.of("tools", "control-plane", "node-images.sh").toAbsolutePath().toString(),
+                    bin.toString()).stream().map(Path::of).toList();
+            Path containerdRoot = bin.getParent().resolve("containerd-root");
+            RealNode node = new RealNode(cluster, bin, containerdRoot, images);
+            Runtime.getRuntime().addShutdownHook(new Thread(node::close, "real-node-stop"));
+            try {
+                node.start();
+            } catch (IOException | RuntimeException e) {
+                node.close();
+                throw new AssertionError("the real node did not start: " + e.getMessage() + " (logs in "
+                        + cluster.work.resolve("logs") + ")", e);
+            }
+            instance = node;
+        }
+        return instance;
+    }
+
+    private static String missingPrivileges() {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            return "the kubelet and containerd need root";
+        }
+        if (!Files.isWritable(Path.of("/sys/fs/cgroup/memory")) && !Files.isWritable(Path.of("/sys/fs/cgroup/cgroup.procs"))) {
+            return "the memory cgroup is not writable";
+        }
+        try {
+            Process p = new ProcessBuilder("ip", "netns", "add", "torchjob-probe").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (p.waitFor() != 0) {
+                return "no network namespaces (" + out.strip() + ")";
+            }
+            new ProcessBuilder("ip", "netns", "delete", "torchjob-probe").start().waitFor();
+        } catch (IOException e) {
+            return "no 'ip' command (" + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted";
+        }
+        return null;
+    }
+
+    private void start() throws IOException {
+        cleanUp(); // what a killed run left
+        Files.createDirectories(STATE);
+        Files.createDirectories(containerdRoot);
+        for (Path fixed : List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"))) {
+            if (!Files.exists(fixed)) {
+                Files.createDirectories(fixed);
+                madeOutsideState.add(fixed);
+            }
+        }
+        // The bridge and its address first: CoreDNS binds to it. No default route for the pods (CNI
+        // config below), so nothing they send can leave the bridge.
+        command("ip", "link", "add", BRIDGE, "type", "bridge");
+        command("ip", "addr", "add", GATEWAY + "/24", "dev", BRIDGE);
+        command("ip", "link", "set", BRIDGE, "up");
+        writeCniConfig();
+        startContainerd();
+        importImages();
+        startCoreDns();
+        startExtraControllers();
+        KERNEL_SETTINGS.forEach(s -> kernelBefore.put(s, readSysctl(s)));
+        startKubelet();
+        awaitReady();
+        restoreKernelSettings(); // the kubelet changed them at start, not again later
+    }
+
+    private void writeCniConfig() throws IOException {
+        Path dir = STATE.resolve("cni/net.d");
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("10-torchjob.conflist"), """
+                {
+                  "cniVersion": "1.0.0",
+                  "name": "torchjob-node",
+                  "plugins": [
+                    {
+                      "type": "bridge", "bridge": "%s", "isGateway": false, "ipMasq": false, "hairpinMode": true,
+                      "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s", "gateway": "%s"}]], "routes": [],
+                               "dataDir": "%s"}
+                    },
+                    {"type": "portmap", "capabilities": {"portMappings": true}}
+                  ]
+                }
+                """.formatted(BRIDGE, POD_RANGE, GATEWAY, STATE.resolve("cni/ipam")));
+    }
+
+    private Path socket() {
+        return STATE.resolve("containerd/containerd.sock");
+    }
+
+    private void startContainerd() throws IOException {
+        Path config = STATE.resolve("containerd.toml");
+        Files.writeString(config, """
+                version = 3
+                root = "%s"
+                state = "%s"
+                [grpc]
+                  address = "%s"
+                [ttrpc]
+                  address = "%s.ttrpc"
+                [plugins."io.containerd.cri.v1.images"]
+                  snapshotter = "overlayfs"
+                  [plugins."io.containerd.cri.v1.images".pinned_images]
+                    sandbox = "localhost/torchjob-pause:1"
+                [plugins."io.containerd.cri.v1.runtime"]
+                  restrict_oom_score_adj = true
+                  netns_mounts_under_state_dir = true
+                  [plugins."io.containerd.cri.v1.runtime".cni]
+                    bin_dirs = ["/usr/lib/cni"]
+                    conf_dir = "%s"
+                  [plugins."io.containerd.cri.v1.runtime".containerd]
+                    default_runtime_name = "runc"
+                    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+                      runtime_type = "io.containerd.runc.v2"
+                      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+                        BinaryName = "/usr/sbin/runc"
+                        Root = "%s"
+                        SystemdCgroup = false
+                [plugins."io.containerd.grpc.v1.cri"]
+                  stream_server_address = "127.0.0.1"
+                  stream_server_port = "0"
+                """.formatted(containerdRoot, STATE.resolve("containerd/state"), socket(), socket(),
+                STATE.resolve("cni/net.d"), STATE.resolve("runc")));
+        startProcess("containerd", List.of(bin.resolve("containerd").toString(), "--config", config.toString()));
+        await("containerd", () -> Files.exists(socket()) && ctr("version").exitCode == 0);
+    }
+
+    private void importImages() {
+        for (Path image : images) {
+            Result imported = ctr("images", "import", "--no-unpack=false", image.toString());
+            if (imported.exitCode != 0) {
+                throw new IllegalStateException("ctr could not import " + image + ": " + imported.out);
+            }
+        }
+    }
+
+    private void startCoreDns() throws IOException {
+        Path corefile = STATE.resolve("Corefile");
+        Files.writeString(corefile, """
+                .:53 {
+                    bind %s
+                    errors
+                    health 127.0.0.1:%d
+                    ready 127.0.0.1:%d
+                    kubernetes cluster.local in-addr.arpa ip6.arpa {
+                        kubeconfig %s
+                        pods insecure
+                        fallthrough in-addr.arpa ip6.arpa
+                        ttl 5
+                    }
+                    cache 5
+                }
+                """.formatted(GATEWAY, corednsHealthPort, corednsReadyPort, cluster.adminKubeconfig));
+        startProcess("coredns", List.of(bin.resolve("coredns").toString(), "-conf", corefile.toString()));
+    }
+
+    /**
+     * The controllers a kubelet's pods need and the kwok tests do not (run in a second controller manager,
+     * so the shared one stays as light as the benchmarks measured it): EndpointSlices, from which CoreDNS
+     * answers the headless Services' names, and each namespace's kube-root-ca.crt, which every pod's
+     * service-account token volume mounts.
+     */
+    private void startExtraControllers() throws IOException {
+        startProcess("kube-controller-manager-node", List.of(cluster.bin.resolve("kube-controller-manager").toString(),
+                "--kubeconfig=" + cluster.adminKubeconfig,
+                "--controllers=endpointslice-controller,root-ca-certificate-publisher-controller",
+                "--leader-elect=false", "--secure-port=0"));
+    }
+
+    private void startKubelet() throws IOException {
+        Path config = STATE.resolve("kubelet.yaml");
+        Files.writeString(config, """
+                apiVersion: kubelet.config.k8s.io/v1beta1
+                kind: KubeletConfiguration
+                cgroupDriver: cgroupfs
+                failCgroupV1: false
+                failSwapOn: false
+                containerRuntimeEndpoint: unix://%s
+                clusterDNS: [%s]
+                clusterDomain: cluster.local
+                resolvConf: ""
+                address: %s
+                port: %d
+                healthzPort: 0
+                readOnlyPort: 0
+                enforceNodeAllocatable: []
+                evictionHard: {}
+                imageGCHighThresholdPercent: 100
+                imageGCLowThresholdPercent: 99
+                rotateCertificates: false
+                serverTLSBootstrap: false
+                podLogsDir: %s
+                authentication:
+                  anonymous: {enabled: true}
+                  webhook: {enabled: false}
+                authorization: {mode: AlwaysAllow}
+                """.formatted(socket(), GATEWAY, GATEWAY, kubeletPort, STATE.resolve("pod-logs")));
+        startProcess("kubelet", List.of(bin.resolve("kubelet").toString(), "--config=" + config,
+                "--kubeconfig=" + cluster.adminKubeconfig, "--root-dir=" + STATE.resolve("kubelet"),
+                "--cert-dir=" + STATE.resolve("kubelet-pki"), "--hostname-override=" + NAME, "--node-ip=" + GATEWAY,
+                "--node-labels=test.torchjob.dev/real-node=true"));
+    }
+
+    private void awaitReady() {
+        KubernetesClient admin = cluster.admin();
+        await("kubelet", () -> {
+            Node node = admin.nodes().withName(NAME).get();
+            return node != null && node.getStatus() != null && node.getStatus().getConditions() != null
+                    && node.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+        });
+        // The not-ready taint the node got at registration is lifted by the node lifecycle controller, which the
+        // tier does not run (it would evict the kwok nodes' pods): the same merge patch as for the kwok nodes.
+        admin.nodes().withName(NAME).patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"taints\":null}}");
+    }
+
+    /**
+     * Pods go to this node while the returned handle is open: the kwok nodes are cordoned (their pods
+     * stay), then uncordoned and this node cordoned when it is closed.
+     */
+    public AutoCloseable exclusive() {
+        cordon(NAME, false);
+        kwokNodes().forEach(n -> cordon(n, true));
+        return () -> {
+            cordon(NAME, true);
+            kwokNodes().forEach(n -> cordon(n, false));
+        };
+    }
+
+    private List<String> kwokNodes() {
+        return cluster.admin().nodes().withLabel("type", "kwok").list().getItems().stream().map(n -> n.getMetadata().getName()).toList();
+    }
+
+    private void cordon(String node, boolean unschedulable) {
+        cluster.admin().nodes().withName(node).patch(PatchContext.of(PatchType.JSON_MERGE),
+                "{\"spec\":{\"unschedulable\":" + (unschedulable ? "true" : "null") + "}}");
+    }
+
+    private void startProcess(String name, List<String> command) throws IOException {
+        cluster.start(name, command);
+    }
+
+    /** Stops the node and puts back what it changed on the machine. */
+    @Override
+    public synchronized void close() {
+        for (String name : List.of("kubelet", "coredns", "kube-controller-manager-node")) {
+            cluster.stopProcess(name);
+        }
+        if (Files.exists(socket())) {
+            // Every container of the node's pods, then containerd.
+            for (String task : ctr("tasks", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+                ctr("tasks", "kill", "-s", "SIGKILL", task);
+            }
+            sleepQuietly(500);
+            for (String task : ctr("tasks", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+                ctr("tasks", "rm", "-f", task);
+            }
+            for (String container : ctr("containers", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+                ctr("containers", "rm", container);
+            }
+        }
+        cluster.stopProcess("containerd");
+        restoreKernelSettings();
+        try {
+            cleanUp();
+        } catch (IOException e) {
+            System.err.println("[real-node] clean-up incomplete: " + e.getMessage());
+        }
+        for (Path made : madeOutsideState) {
+            deleteQuietly(made);
+        }
+    }
+
+    /** Removes what a node leaves on the machine: its mounts, state, bridge, cgroups and the kubelet's iptables chains. */
+    static void cleanUp() throws IOException {
+        // Deepest first: pods' volumes and netns under the kubelet's and containerd's state, overlay mounts.
+        List<String> mounts = Files.readAllLines(Path.of("/proc/self/mounts")).stream().map(l -> l.split(" ")[1])
+                .map(m -> m.replace("\\040", " "))
+                .filter(m -> m.startsWith(STATE.toString()) || m.contains("/containerd-root/"))
+                .sorted(Comparator.comparingInt(String::length).reversed()).toList();
+        for (String mount : mounts) {
+            commandQuietly("umount", "-l", mount);
+        }
+        deleteQuietly(STATE);
+        commandQuietly("ip", "link", "delete", BRIDGE);
+        for (String table : List.of("filter", "nat", "mangle")) {
+            for (String chain : KUBELET_CHAINS) {
+                // Jumps into the chain from the built-in chains first, then the chain.
+                for (String builtIn : List.of("INPUT", "OUTPUT", "FORWARD", "PREROUTING", "POSTROUTING")) {
+                    while (commandQuietly("iptables", "-t", table, "-D", builtIn, "-j", chain) == 0) {
+                        // one jump removed
+                    }
+                }
+                commandQuietly("iptables", "-t", table, "-F", chain);
+                commandQuietly("iptables", "-t", table, "-X", chain);
+            }
+        }
+        try (var controllers = Files.list(Path.of("/sys/fs/cgroup"))) {
+            for (Path controller : controllers.toList()) {
+                Path kubepods = controller.resolve("kubepods");
+                if (Files.isDirectory(kubepods)) {
+                    removeCgroup(kubepods);
+                }
+            }
+        }
+    }
+
+    /** A cgroup goes with rmdir, children first (its files cannot be deleted). */
+    private static void removeCgroup(Path dir) throws IOException {
+        try (var children = Files.list(dir)) {
+            for (Path child : children.filter(Files::isDirectory).toList()) {
+                removeCgroup(child);
+            }
+        }
+        commandQuietly("rmdir", dir.toString());
+    }
+
+    private void restoreKernelSettings() {
+        kernelBefore.forEach((setting, value) -> {
+            try {
+                if (value != null && !value.equals(readSysctl(setting))) {
+                    Files.writeString(Path.of("/proc/sys", setting), value);
+                }
+            } catch (IOException e) {
+                System.err.println("[real-node] could not put back " + setting + "=" + value + ": " + e.getMessage());
+            }
+        });
+    }
+
+    private static String readSysctl(String setting) {
+        try {
+            return Files.readString(Path.of("/proc/sys", setting)).strip();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    record Result(int exitCode, String out) {
+    }
+
+    Result ctr(String... args) {
+        List<String> command = new ArrayList<>(List.of(bin.resolve("ctr").toString(), "--address", socket().toString(), "-n", "k8s.io"));
+        command.addAll(List.of(args));
+        return exec(command);
+    }
+
+    private static Result exec(List<String> command) {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(5, TimeUnit.MINUTES)) {
+                p.destroyForcibly();
+                return new Result(-1, out);
+            }
+            return new Result(p.exitValue(), out);
+        } catch (IOException e) {
+            return new Result(-1, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(-1, "interrupted");
+        }
+    }
+
+    private static void command(String... command) {
+        Result result = exec(List.of(command));
+        if (result.exitCode != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " failed: " + result.out.strip());
+        }
+    }
+
+    private static int commandQuietly(String... command) {
+        return exec(List.of(command)).exitCode;
+    }
+
+    /** Runs a provisioning script; its messages go to the test's output, its last lines are returned. */
+    private static List<String> run(Path dir, String... command) {
+        try {
+            ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+            Process p = builder.start();
+            List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
+            if (p.waitFor() != 0 || lines.isEmpty()) {
+                throw new AssertionError(String.join(" ", command) + " exited with " + p.exitValue() + " (its messages are above)");
+            }
+            return lines;
+        } catch (IOException e) {
+            throw new AssertionError("could not run " + String.join(" ", command) + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    private interface Check {
+        boolean done() throws Exception;
+    }
+
+    private void await(String what, Check check) {
+        Instant deadline = Instant.now().plus(READY_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            try {
+                if (check.done()) {
+                    return;
+                }
+            } catch (Exception e) {
+                // not yet
+            }
+            sleepQuietly(250);
+        }
+        throw new IllegalStateException(what + " was not ready within " + READY_TIMEOUT + "; see " + cluster.work.resolve("logs"));
+    }
+
+    private static void sleepQuietly(long millis) {
+        ControlPlane.sleep(millis);
+    }
+
+    private static void deleteQuietly(Path path) {
+        if (!Files.exists(path)) {
+            return;
+        }
+        try (var all = Files.walk(path)) {
+            all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            System.err.println("[real-node] could not delete " + path + ": " + e.getMessage());
+        }
+    }
+}

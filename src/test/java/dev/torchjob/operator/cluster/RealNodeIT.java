@@ -1,0 +1,274 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.TaskStatus;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * Jobs on a real node (RealNode): a kubelet runs their pods in containerd, the pods find the master
+ * through cluster DNS, train with gloo DDP, fail for real (exit codes, OOM kills, in-place restarts)
+ * and are read with kubectl as users read them. The manifests are the README's and the seeds', as
+ * written, except where a test says what it changed.
+ */
+class RealNodeIT {
+    static final Duration TRAINING = Duration.ofMinutes(4);
+    static OperatorInstall install;
+    static KubernetesClient admin;
+    static Kubectl kubectl;
+    static RealNode node;
+    static AutoCloseable exclusive;
+
+    @BeforeAll
+    static void cluster() {
+        install = OperatorInstall.get();
+        install.operator();
+        admin = install.cluster.admin();
+        kubectl = install.cluster.kubectl();
+        node = RealNode.get();
+        exclusive = node.exclusive();
+    }
+
+    @AfterAll
+    static void release() throws Exception {
+        if (exclusive != null) {
+            exclusive.close();
+        }
+    }
+
+    /**
+     * The README's "Submit and watch a job" on a real node: the example image built as the README says
+     * (on Debian's PyTorch), `kubectl apply -f kubernetes/examples/master-worker-ddp.yaml` with each
+     * replica's CPU request cut from 2 to 250m (the node has 2 cores; the limits stay), then every rank's
+     * log. All four ranks rendezvous at MASTER_ADDR, the master's Service name resolved by cluster DNS,
+     * and end with the same accuracy; the master saves the model.
+     */
+    @Test
+    void theReadmeExampleTrainsWithDdpOnTheRealNode() throws IOException {
+        String ns = install.namespace("readme");
+        String manifest = Files.readString(Path.of("kubernetes/examples/master-worker-ddp.yaml"))
+                .replace("requests: {cpu: \"2\", memory: 4Gi}", "requests: {cpu: 250m, memory: 1Gi}");
+        assertTrue(manifest.contains("cpu: 250m"), "the example's requests are as this test expects");
+        kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+        PyTorchTrainingJob done = awaitT9k(ns, "ddp-mnist", JobPhase.Succeeded);
+        assertEquals(0, done.getStatus().backoffCount);
+        assertEquals("Succeeded", kubectl.run("get", "pj", "ddp-mnist", "-n", ns, "-o", "jsonpath={.status.phase}").orFail().out());
+
+        List<String> ranks = List.of("ddp-mnist-master-0", "ddp-mnist-worker-0", "ddp-mnist-worker-1", "ddp-mnist-worker-2");
+        Set<String> accuracies = ranks.stream().map(pod -> finalAccuracy(logs(ns, pod))).collect(Collectors.toSet());
+        assertEquals(1, accuracies.size(), "every rank ends with the same model: " + accuracies);
+        for (String pod : ranks) {
+            assertTrue(logs(ns, pod).contains("got 10, expected 10"), pod + " took part in the all-reduce of 4 ranks");
+        }
+        assertTrue(logs(ns, "ddp-mnist-master-0").contains("saved model to /workspace/model.pt"));
+        Pod master = admin.pods().inNamespace(ns).withName("ddp-mnist-master-0").get();
+        assertEquals(RealNode.NAME, master.getSpec().getNodeName());
+    }
+
+    /**
+     * A Kubeflow seed manifest (01-mnist-gloo.yaml) with the examples image in place of the seed's
+     * (which no registry here serves) and its command (`python train.py`, the image has no entrypoint).
+     */
+    @Test
+    void aKubeflowSeedJobTrainsOnTheRealNode() throws IOException {
+        String ns = install.namespace("kubeflow-seed");
+        String manifest = Files.readString(Path.of("kubernetes/examples/kubeflow/01-mnist-gloo.yaml"))
+                .replace("image: k8scc01covidacr.azurecr.io/scribner-pytorch_dist_mnist_gloo:latest",
+                        "image: torchjob-examples:0.1.0\n              command: [python, train.py]");
+        kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+        String name = admin.resources(PyTorchJob.class).inNamespace(ns).list().getItems().get(0).getMetadata().getName();
+        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
+            PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName(name).get();
+            return job.getStatus() != null && job.getStatus().conditions.stream()
+                    .anyMatch(c -> ("Succeeded".equals(c.type) || "Failed".equals(c.type)) && "True".equals(c.status));
+        });
+        PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName(name).get();
+        assertTrue(job.getStatus().conditions.stream().anyMatch(c -> "Succeeded".equals(c.type) && "True".equals(c.status)),
+                () -> "Succeeded: " + job.getStatus().conditions + "\n" + logs(ns, name + "-master-0"));
+        assertEquals(finalAccuracy(logs(ns, name + "-master-0")), finalAccuracy(logs(ns, name + "-worker-0")));
+    }
+
+    /**
+     * A worker killed by its memory limit (a real OOM kill: it allocates past its 512Mi limit the first
+     * time, the marker on the node's disk keeps it from doing so again) under ExitCode: 137 is in T9k's
+     * retryable set, so the pod is recreated, the restart counted once and said once, and the job
+     * trains to the end.
+     */
+    @Test
+    void aReplicaOomKilledByItsLimitIsRecreatedCountedOnceAndTheJobSucceeds() {
+        String ns = install.namespace("oom");
+        Path marker = RealNode.STATE.resolve("markers").resolve(ns);
+        String worker = """
+                - type: worker
+                  replicas: 1
+                  restartPolicy: ExitCode
+                  template:
+                    spec:
+                      containers:
+                      - name: pytorch
+                        image: torchjob-examples:0.1.0
+                        command: [sh, -c]
+                        args: ["if [ ! -e /marker/oom ]; then touch /marker/oom; python -c \\"x = b'1' * (1536 << 20)\\"; fi; exec python train.py"]
+                        env: [{name: EPOCHS, value: "3"}]
+                        resources: {requests: {cpu: 250m}, limits: {memory: 512Mi}}
+                        volumeMounts: [{name: marker, mountPath: /marker}]
+                      volumes: [{name: marker, hostPath: {path: %s, type: DirectoryOrCreate}}]
+                """.formatted(marker);
+        submitT9k(ns, "oom", "backoffLimit: 2", master("ExitCode") + worker);
+        PyTorchTrainingJob done = awaitT9k(ns, "oom", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "the OOM kill counted once");
+        TaskStatus workers = done.getStatus().tasks.stream().filter(t -> "worker".equals(t.type)).findFirst().orElseThrow();
+        assertEquals(1, workers.restartCount);
+        List<String> restarted = events(ns, "ReplicaRestarted");
+        assertEquals(1, restarted.size(), restarted.toString());
+        assertTrue(restarted.get(0).contains("exited with code 137 (OOMKilled)"), restarted.get(0));
+    }
+
+    /** Exit 1 under ExitCode is permanent: the job fails at once, naming the pod and the code, and counts nothing. */
+    @Test
+    void aReplicaExitingWithOneFailsTheJob() {
+        String ns = install.namespace("exit1");
+        String worker = """
+                - type: worker
+                  replicas: 1
+                  restartPolicy: ExitCode
+                  template:
+                    spec:
+                      containers:
+                      - name: pytorch
+                        image: torchjob-examples:0.1.0
+                        command: [python, train.py]
+                        env: [{name: FAIL_ONCE_EXIT_CODE, value: "1"}, {name: FAIL_RANKS, value: "1"}]
+                        resources: {requests: {cpu: 250m}}
+                """;
+        submitT9k(ns, "exit1", "backoffLimit: 2", master("ExitCode") + worker);
+        PyTorchTrainingJob failed = awaitT9k(ns, "exit1", JobPhase.Failed);
+        assertEquals(0, failed.getStatus().backoffCount);
+        String message = failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type)).findFirst().orElseThrow().message;
+        assertTrue(message.contains("pod exit1-worker-0 (container pytorch) exited with code 1"), message);
+        assertTrue(message.contains("exiting with code 1 as asked"), "the crash's last output: " + message);
+    }
+
+    /**
+     * OnFailure: the kubelet restarts the crashed container in place; each restart is counted once,
+     * `kubectl logs --previous` shows the crash, and the replica's lastFailure has the real
+     * termination message. Here the worker crashes twice (FAIL_ALWAYS with a budget of 1): the
+     * second in-place restart spends the budget and the job fails.
+     */
+    @Test
+    void inPlaceRestartsAreCountedPerKubeletRestartUntilTheBudgetIsSpent() {
+        String ns = install.namespace("in-place");
+        String worker = """
+                - type: worker
+                  replicas: 1
+                  restartPolicy: OnFailure
+                  template:
+                    spec:
+                      containers:
+                      - name: pytorch
+                        image: torchjob-examples:0.1.0
+                        command: [python, train.py]
+                        env: [{name: FAIL_ONCE_EXIT_CODE, value: "3"}, {name: FAIL_RANKS, value: "1"}, {name: FAIL_ALWAYS, value: "1"}]
+                        resources: {requests: {cpu: 250m}}
+                """;
+        submitT9k(ns, "inplace", "backoffLimit: 1", master("OnFailure") + worker);
+        PyTorchTrainingJob counted = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> t9k(ns, "inplace"), j -> j != null && j.getStatus() != null && j.getStatus().backoffCount >= 1);
+        Pod pod = admin.pods().inNamespace(ns).withName("inplace-worker-0").get();
+        assertTrue(pod.getStatus().getContainerStatuses().get(0).getRestartCount() >= 1, "restarted in place by the kubelet");
+        String previous = kubectl.run("logs", "--previous", "-n", ns, "inplace-worker-0").orFail().out();
+        assertTrue(previous.contains("rank 1: exiting with code 3 as asked"), previous);
+        TaskStatus workers = counted.getStatus().tasks.stream().filter(t -> "worker".equals(t.type)).findFirst().orElseThrow();
+        assertTrue(workers.replicas.get(0).lastFailure != null && workers.replicas.get(0).lastFailure.contains("exiting with code 3 as asked"),
+                String.valueOf(workers.replicas.get(0).lastFailure));
+
+        PyTorchTrainingJob failed = awaitT9k(ns, "inplace", JobPhase.Failed);
+        assertEquals("BackoffLimitExceeded", failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type))
+                .findFirst().orElseThrow().reason);
+        int kubeletRestarts = admin.pods().inNamespace(ns).withName("inplace-worker-0").get().getStatus().getContainerStatuses()
+                .get(0).getRestartCount();
+        assertEquals(2, failed.getStatus().backoffCount, "each of the kubelet's restarts counted once");
+        assertTrue(kubeletRestarts >= 2, "the kubelet restarted it " + kubeletRestarts + " times");
+        assertEquals(1, events(ns, "ReplicaRestarted").size(), "the first restart said; the second is the failure");
+    }
+
+    static String master(String policy) {
+        return """
+                - type: master
+                  replicas: 1
+                  restartPolicy: %s
+                  template:
+                    spec:
+                      containers:
+                      - name: pytorch
+                        image: torchjob-examples:0.1.0
+                        command: [python, train.py]
+                        env: [{name: EPOCHS, value: "3"}]
+                        resources: {requests: {cpu: 250m}}
+                """.formatted(policy);
+    }
+
+    static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
+        String manifest = """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s}
+                spec:
+                  runPolicy: {%s}
+                  replicaSpecs:
+                %s""".formatted(name, runPolicy, replicaSpecs.indent(2));
+        kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+    }
+
+    static PyTorchTrainingJob t9k(String ns, String name) {
+        return admin.resources(PyTorchTrainingJob.class).inNamespace(ns).withName(name).get();
+    }
+
+    static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
+        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
+            PyTorchTrainingJob job = t9k(ns, name);
+            return job != null && job.getStatus() != null && job.getStatus().phase != null && job.getStatus().phase.isTerminal();
+        });
+        PyTorchTrainingJob job = t9k(ns, name);
+        assertEquals(phase, job.getStatus().phase, () -> "conditions " + job.getStatus().conditions + "; pods "
+                + kubectl.run("get", "pods", "-n", ns, "-o", "wide").out() + "; events " + events(ns, null));
+        return job;
+    }
+
+    static String logs(String ns, String pod) {
+        return kubectl.run("logs", "-n", ns, pod).orFail().out();
+    }
+
+    static String finalAccuracy(String log) {
+        Matcher m = Pattern.compile("final accuracy ([0-9.]+)").matcher(log);
+        assertTrue(m.find(), "a final accuracy in " + log);
+        return m.group(1);
+    }
+
+    /** The messages of the job events with this reason (all of them for null). */
+    static List<String> events(String ns, String reason) {
+        return admin.v1().events().inNamespace(ns).list().getItems().stream()
+                .filter(e -> reason == null || reason.equals(e.getReason()))
+                .map(e -> reason == null ? e.getReason() + ": " + e.getMessage() : e.getMessage()).toList();
+    }
+}

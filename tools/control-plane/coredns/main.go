@@ -1,0 +1,19 @@
+// CoreDNS for the real node of the test tier, with only the plugins its Corefile uses: the cluster's
+// names from the API server, nothing forwarded off the machine. Built by node.sh.
+package main
+
+import (
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+
+	"github.com/coredns/coredns/coremain"
+)
+
+func main() {
+	coremain.Run()
+}

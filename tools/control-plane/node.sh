@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Provisions the real node of the real-cluster test tier (docs/testing.md) at the versions in
+# versions.env: the kubelet, built from the same wrapper module as the control plane; containerd
+# with its runc shim and ctr, from containerd's Go module (2.x: the kubelet drops containerd 1.x in
+# 1.37); CoreDNS with only the plugins the tier uses (coredns/main.go); the sandboxes' pause program
+# (pause/main.go). runc and the CNI plugins are Debian's (`runc`, `containernetworking-plugins`).
+# Cached in $CONTROL_PLANE_CACHE; prints the directory holding the binaries on its last line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+# shellcheck source=kubernetes-module.sh
+source "$here/kubernetes-module.sh"
+
+cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
+bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION/bin"
+log() { printf '[node] %s\n' "$*" >&2; }
+
+if [ -f "$bin/.complete" ]; then
+  log "warm: kubelet $KUBERNETES_VERSION, containerd $CONTAINERD_VERSION, CoreDNS $COREDNS_VERSION in $bin"
+  echo "$bin"; exit 0
+fi
+command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the node from modules"; exit 1; }
+start=$(date +%s)
+mkdir -p "$bin"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+kubernetes_module "$work/k8s" kubelet
+log "building the kubelet v$KUBERNETES_VERSION"
+go build -ldflags "$KUBERNETES_LDFLAGS" -o "$bin/" k8s.io/kubernetes/cmd/kubelet >&2
+
+log "building containerd v$CONTAINERD_VERSION"
+(cd "$work" && GOBIN="$bin" go install -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=v$CONTAINERD_VERSION" \
+  "github.com/containerd/containerd/v2/cmd/containerd@v$CONTAINERD_VERSION" \
+  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v$CONTAINERD_VERSION" \
+  "github.com/containerd/containerd/v2/cmd/ctr@v$CONTAINERD_VERSION") >&2
+
+log "building CoreDNS v$COREDNS_VERSION"
+mkdir -p "$work/coredns" && cp "$here/coredns/main.go" "$work/coredns/" && cd "$work/coredns"
+go mod init torchjob.invalid/control-plane/coredns >/dev/null 2>&1
+go get "github.com/coredns/coredns@v$COREDNS_VERSION" >&2
+go mod tidy >&2
+go build -ldflags "-s -w" -o "$bin/coredns" . >&2
+
+log "building the pause program"
+cp -r "$here/pause" "$work/pause" && cd "$work/pause"
+go build -ldflags "-s -w" -o "$bin/pause" . >&2
+
+for c in kubelet containerd containerd-shim-runc-v2 ctr coredns pause; do
+  [ -x "$bin/$c" ] || { log "missing $bin/$c after provisioning"; exit 1; }
+done
+"$bin/kubelet" --version >&2
+touch "$bin/.complete"
+log "cold: provisioned in $(( $(date +%s) - start )) s"
+echo "$bin"

@@ -1,0 +1,3 @@
+module torchjob.invalid/pause
+
+go 1.26
