@@ -41,7 +41,9 @@ public final class RealNode implements AutoCloseable {
     static final String GATEWAY = "10.250.0.1";
     /** Where the node keeps what it runs (fixed, so a run killed half-way is found and cleaned up by the next). */
     static final Path STATE = Path.of("/run/torchjob-node");
-    private static final List<String> KERNEL_SETTINGS = List.of("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops");
+    /** What the kubelet sets at start (setupKernelTunables), and forwarding, which the node does not need. */
+    private static final List<String> KERNEL_SETTINGS = List.of("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward");
     private static final List<String> KUBELET_CHAINS = List.of("KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT");
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
     private static RealNode instance;
@@ -125,9 +127,13 @@ public final class RealNode implements AutoCloseable {
         Files.createDirectories(STATE);
         Files.createDirectories(containerdRoot);
         for (Path fixed : List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"))) {
-            if (!Files.exists(fixed)) {
+            Path topmostNew = null;
+            for (Path p = fixed; p != null && !Files.exists(p); p = p.getParent()) {
+                topmostNew = p;
+            }
+            if (topmostNew != null) {
                 Files.createDirectories(fixed);
-                madeOutsideState.add(fixed);
+                madeOutsideState.add(topmostNew);
             }
         }
         // The bridge and its address first: CoreDNS binds to it. No default route for the pods (CNI
@@ -141,6 +147,7 @@ public final class RealNode implements AutoCloseable {
         startCoreDns();
         startExtraControllers();
         KERNEL_SETTINGS.forEach(s -> kernelBefore.put(s, readSysctl(s)));
+        System.out.println("[real-node] kernel settings before the kubelet: " + kernelBefore);
         startKubelet();
         awaitReady();
         restoreKernelSettings(); // the kubelet changed them at start, not again later
@@ -170,6 +177,15 @@ public final class RealNode implements AutoCloseable {
     }
 
     private void startContainerd() throws IOException {
+        // Every registry is a closed port on loopback: an image that is not on the node fails to pull here
+        // (ImagePullBackOff) without a packet leaving the machine.
+        Path registries = STATE.resolve("registries");
+        Files.createDirectories(registries.resolve("_default"));
+        Files.writeString(registries.resolve("_default/hosts.toml"), """
+                server = "http://127.0.0.1:9"
+                [host."http://127.0.0.1:9"]
+                  capabilities = ["pull", "resolve"]
+                """);
         Path config = STATE.resolve("containerd.toml");
         Files.writeString(config, """
                 version = 3
@@ -183,6 +199,8 @@ public final class RealNode implements AutoCloseable {
                   snapshotter = "overlayfs"
                   [plugins."io.containerd.cri.v1.images".pinned_images]
                     sandbox = "localhost/torchjob-pause:1"
+                  [plugins."io.containerd.cri.v1.images".registry]
+                    config_path = "%s"
                 [plugins."io.containerd.cri.v1.runtime"]
                   restrict_oom_score_adj = true
                   netns_mounts_under_state_dir = true
@@ -200,18 +218,24 @@ public final class RealNode implements AutoCloseable {
                 [plugins."io.containerd.grpc.v1.cri"]
                   stream_server_address = "127.0.0.1"
                   stream_server_port = "0"
-                """.formatted(containerdRoot, STATE.resolve("containerd/state"), socket(), socket(),
+                """.formatted(containerdRoot, STATE.resolve("containerd/state"), socket(), socket(), registries,
                 STATE.resolve("cni/net.d"), STATE.resolve("runc")));
         startProcess("containerd", List.of(bin.resolve("containerd").toString(), "--config", config.toString()));
         await("containerd", () -> Files.exists(socket()) && ctr("version").exitCode == 0);
     }
 
-    private void importImages() {
+    /** Imports each image archive once into containerd's store, which is kept between runs (its names carry their content). */
+    private void importImages() throws IOException {
         for (Path image : images) {
-            Result imported = ctr("images", "import", "--no-unpack=false", image.toString());
+            Path marker = containerdRoot.resolve(".imported-" + image.getFileName());
+            if (Files.exists(marker)) {
+                continue;
+            }
+            Result imported = ctr("images", "import", image.toString());
             if (imported.exitCode != 0) {
                 throw new IllegalStateException("ctr could not import " + image + ": " + imported.out);
             }
+            Files.createFile(marker);
         }
     }
 
@@ -398,8 +422,10 @@ public final class RealNode implements AutoCloseable {
     private void restoreKernelSettings() {
         kernelBefore.forEach((setting, value) -> {
             try {
-                if (value != null && !value.equals(readSysctl(setting))) {
+                String now = readSysctl(setting);
+                if (value != null && !value.equals(now)) {
                     Files.writeString(Path.of("/proc/sys", setting), value);
+                    System.out.println("[real-node] put back " + setting + " " + now + " -> " + value);
                 }
             } catch (IOException e) {
                 System.err.println("[real-node] could not put back " + setting + "=" + value + ": " + e.getMessage());
@@ -408,8 +434,9 @@ public final class RealNode implements AutoCloseable {
     }
 
     private static String readSysctl(String setting) {
-        try {
-            return Files.readString(Path.of("/proc/sys", setting)).strip();
+        // Not Files.readString: procfs reports a size of 0, and Java 17 reads one byte of such a file.
+        try (var in = Files.newInputStream(Path.of("/proc/sys", setting))) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
         } catch (IOException e) {
             return null;
         }
