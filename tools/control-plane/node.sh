@@ -13,7 +13,9 @@ source "$here/versions.env"
 source "$here/kubernetes-module.sh"
 
 cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
-bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION/bin"
+# Our own sources are part of the key: a change to them builds anew.
+sources=$(cat "$here/coredns/main.go" "$here/pause/main.go" | sha256sum | cut -c1-8)
+bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-$sources/bin"
 log() { printf '[node] %s\n' "$*" >&2; }
 
 if [ -f "$bin/.complete" ]; then

@@ -1,5 +1,6 @@
 // CoreDNS for the real node of the test tier, with only the plugins its Corefile uses: the cluster's
-// names from the API server, nothing forwarded off the machine. Built by node.sh.
+// names from the API server, every other name answered NXDOMAIN (as an upstream resolver would, at
+// once), nothing forwarded off the machine. Built by node.sh.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/template"
 
 	"github.com/coredns/coredns/coremain"
 )

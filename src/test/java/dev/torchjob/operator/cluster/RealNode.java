@@ -241,19 +241,30 @@ public final class RealNode implements AutoCloseable {
 
     private void startCoreDns() throws IOException {
         Path corefile = STATE.resolve("Corefile");
+        // The cluster's names from the API server; any other name NXDOMAIN at once, as an upstream resolver
+        // would answer it (without that block CoreDNS answers SERVFAIL, which resolvers retry: PyTorch's
+        // rendezvous, whose short names are tried outside the cluster's domain too, waited 30 s and more).
         Files.writeString(corefile, """
-                .:53 {
-                    bind %s
+                cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
+                    bind %1$s
                     errors
-                    health 127.0.0.1:%d
-                    ready 127.0.0.1:%d
+                    log
+                    health 127.0.0.1:%2$d
+                    ready 127.0.0.1:%3$d
                     kubernetes cluster.local in-addr.arpa ip6.arpa {
-                        kubeconfig %s
+                        kubeconfig %4$s
                         pods insecure
-                        fallthrough in-addr.arpa ip6.arpa
                         ttl 5
                     }
                     cache 5
+                }
+                .:53 {
+                    bind %1$s
+                    errors
+                    log
+                    template ANY ANY {
+                        rcode NXDOMAIN
+                    }
                 }
                 """.formatted(GATEWAY, corednsHealthPort, corednsReadyPort, cluster.adminKubeconfig));
         startProcess("coredns", List.of(bin.resolve("coredns").toString(), "-conf", corefile.toString()));
@@ -303,7 +314,7 @@ public final class RealNode implements AutoCloseable {
         startProcess("kubelet", List.of(bin.resolve("kubelet").toString(), "--config=" + config,
                 "--kubeconfig=" + cluster.adminKubeconfig, "--root-dir=" + STATE.resolve("kubelet"),
                 "--cert-dir=" + STATE.resolve("kubelet-pki"), "--hostname-override=" + NAME, "--node-ip=" + GATEWAY,
-                "--node-labels=test.torchjob.dev/real-node=true"));
+                "--node-labels=test.torchjob.dev/real-node=true", "--v=" + System.getProperty("torchjob.kubelet.verbosity", "0")));
     }
 
     private void awaitReady() {
