@@ -28,6 +28,8 @@ import io.fabric8.kubernetes.client.CustomResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.NonDeletingOperation;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
@@ -214,7 +216,17 @@ public class PlanExecutor {
                     .withNamespace(job.getMetadata().getNamespace()).build());
             applied.setSpec(null);
             applied.setStatus(status);
-            PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(job, applied, context);
+            // Not PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource: it pins the apply to the job's
+            // resourceVersion and, on 409 or 422, polls the cache for a newer job for 10 s and tries again, so a
+            // status the API server refuses for good (a policy's 422) cost 10 s a try and was reported as
+            // "Timeout of resource polling from cache" instead of the server's words. Only this operator writes
+            // the status (leader election), so the apply needs no version lock; the written job is cached the
+            // same way, so the next pass never plans from an older status.
+            J written = context.getClient().resource(applied).subresource("status").patch(new PatchContext.Builder()
+                    .withPatchType(PatchType.SERVER_SIDE_APPLY).withForce(true)
+                    .withFieldManager(context.getControllerConfiguration().fieldManager()).build());
+            context.eventSourceRetriever().getControllerEventSource()
+                    .handleRecentResourceUpdate(ResourceID.fromResource(job), written, job);
         } else {
             // JOSDK modifies the object it is given on the first attempt: a copy, so that a failed write
             // leaves the pass's job as the server holds it (an error reported on it must not carry
