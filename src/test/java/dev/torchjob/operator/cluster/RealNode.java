@@ -46,6 +46,11 @@ public final class RealNode implements AutoCloseable {
             "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward");
     private static final List<String> KUBELET_CHAINS = List.of("KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT");
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
+    private static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller";
+    /** Fixed paths the kubelet uses outside its root folder. */
+    private static final List<Path> OUTSIDE_STATE = List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"));
+    /** Marks a folder the node made outside its state (and so removes), as opposed to one that was there. */
+    private static final String MADE_HERE = ".made-by-torchjob-real-node";
     private static RealNode instance;
 
     private final ControlPlane cluster;
@@ -53,7 +58,6 @@ public final class RealNode implements AutoCloseable {
     private final Path containerdRoot;
     private final List<Path> images;
     private final Map<String, String> kernelBefore = new LinkedHashMap<>();
-    private final List<Path> madeOutsideState = new ArrayList<>();
     private final int kubeletPort = ControlPlane.freePort();
     private final int corednsHealthPort = ControlPlane.freePort();
     private final int corednsReadyPort = ControlPlane.freePort();
@@ -126,14 +130,14 @@ public final class RealNode implements AutoCloseable {
         cleanUp(); // what a killed run left
         Files.createDirectories(STATE);
         Files.createDirectories(containerdRoot);
-        for (Path fixed : List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"))) {
+        for (Path fixed : OUTSIDE_STATE) {
             Path topmostNew = null;
             for (Path p = fixed; p != null && !Files.exists(p); p = p.getParent()) {
                 topmostNew = p;
             }
             if (topmostNew != null) {
                 Files.createDirectories(fixed);
-                madeOutsideState.add(topmostNew);
+                Files.createFile(topmostNew.resolve(MADE_HERE)); // found and removed by the next start if this run is killed
             }
         }
         // The bridge and its address first: CoreDNS binds to it. No default route for the pods (CNI
@@ -279,7 +283,7 @@ public final class RealNode implements AutoCloseable {
     private void startExtraControllers() throws IOException {
         startProcess("kube-controller-manager-node", List.of(cluster.bin.resolve("kube-controller-manager").toString(),
                 "--kubeconfig=" + cluster.adminKubeconfig,
-                "--controllers=endpointslice-controller,root-ca-certificate-publisher-controller",
+                "--controllers=" + EXTRA_CONTROLLERS,
                 "--leader-elect=false", "--secure-port=0"));
     }
 
@@ -381,13 +385,28 @@ public final class RealNode implements AutoCloseable {
         } catch (IOException e) {
             System.err.println("[real-node] clean-up incomplete: " + e.getMessage());
         }
-        for (Path made : madeOutsideState) {
-            deleteQuietly(made);
-        }
     }
 
-    /** Removes what a node leaves on the machine: its mounts, state, bridge, cgroups and the kubelet's iptables chains. */
+    /**
+     * Removes what a node leaves on the machine: the processes of a run that was killed (the kubelet, containerd,
+     * its shims and CoreDNS name {@link #STATE} on their command lines; the pods' processes are in the kubepods
+     * cgroups), its mounts, state, bridge, cgroups and the kubelet's iptables chains.
+     */
     static void cleanUp() throws IOException {
+        try (var processes = Files.list(Path.of("/proc"))) {
+            for (Path process : processes.filter(p -> p.getFileName().toString().matches("\\d+")).toList()) {
+                String commandLine;
+                try (var in = Files.newInputStream(process.resolve("cmdline"))) {
+                    commandLine = new String(in.readAllBytes(), StandardCharsets.UTF_8).replace('\0', ' ');
+                } catch (IOException e) {
+                    continue; // gone meanwhile
+                }
+                if (commandLine.contains(STATE.toString()) || commandLine.contains(EXTRA_CONTROLLERS)) {
+                    commandQuietly("kill", "-9", process.getFileName().toString());
+                }
+            }
+        }
+        killCgroupProcesses(Path.of("/sys/fs/cgroup/pids/kubepods"));
         // Deepest first: pods' volumes and netns under the kubelet's and containerd's state, overlay mounts.
         List<String> mounts = Files.readAllLines(Path.of("/proc/self/mounts")).stream().map(l -> l.split(" ")[1])
                 .map(m -> m.replace("\\040", " "))
@@ -397,6 +416,14 @@ public final class RealNode implements AutoCloseable {
             commandQuietly("umount", "-l", mount);
         }
         deleteQuietly(STATE);
+        for (Path fixed : OUTSIDE_STATE) {
+            for (Path p = fixed; p != null; p = p.getParent()) {
+                if (Files.exists(p.resolve(MADE_HERE))) {
+                    deleteQuietly(p);
+                    break;
+                }
+            }
+        }
         commandQuietly("ip", "link", "delete", BRIDGE);
         for (String table : List.of("filter", "nat", "mangle")) {
             for (String chain : KUBELET_CHAINS) {
@@ -418,6 +445,23 @@ public final class RealNode implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** Kills every process in the cgroup and below (the containers of a node whose kubelet is gone). */
+    private static void killCgroupProcesses(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        try (var all = Files.walk(dir)) {
+            for (Path procs : all.filter(p -> p.getFileName().toString().equals("cgroup.procs")).toList()) {
+                for (String pid : Files.readAllLines(procs)) {
+                    if (!pid.isBlank()) {
+                        commandQuietly("kill", "-9", pid.strip());
+                    }
+                }
+            }
+        }
+        sleepQuietly(500);
     }
 
     /** A cgroup goes with rmdir, children first (its files cannot be deleted). */
