@@ -53,6 +53,36 @@ public final class Kubectl {
         }
     }
 
+    /** Starts {@code kubectl ARGS} that runs until stopped, such as a watch ({@code -w}). */
+    public Watch watch(String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of(binary.toString(), "--kubeconfig=" + kubeconfig));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        StringBuffer printed = new StringBuffer();
+        Thread reader = new Thread(() -> {
+            try (var lines = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                lines.lines().forEach(line -> printed.append(line).append('\n'));
+            } catch (IOException | java.io.UncheckedIOException e) {
+                // ended
+            }
+        }, "kubectl-watch");
+        reader.setDaemon(true);
+        reader.start();
+        return new Watch(process, printed);
+    }
+
+    /** A kubectl that runs until {@link #stop()}; {@link #printed()} is what it printed so far. */
+    public record Watch(Process process, StringBuffer output) {
+        public String printed() {
+            return output.toString();
+        }
+
+        public String stop() {
+            process.destroy();
+            return printed();
+        }
+    }
+
     public Result run(String... args) {
         return runWithInput(null, args);
     }

@@ -60,7 +60,7 @@ class RealNodeIT {
 
     /**
      * The README's "Submit and watch a job" on a real node: the example image built as the README says
-     * (on Debian's PyTorch), `kubectl apply -f kubernetes/examples/master-worker-ddp.yaml` with each
+     * (on Debian's PyTorch), `kubectl get pj -w` watching, `kubectl apply -f kubernetes/examples/master-worker-ddp.yaml` with each
      * replica's CPU request cut from 2 to 250m (the node has 2 cores; the limits stay), then every rank's
      * log. All four ranks rendezvous at MASTER_ADDR, the master's Service name resolved by cluster DNS,
      * and end with the same accuracy; the master saves the model.
@@ -71,18 +71,35 @@ class RealNodeIT {
         String manifest = Files.readString(Path.of("kubernetes/examples/master-worker-ddp.yaml"))
                 .replace("requests: {cpu: \"2\", memory: 4Gi}", "requests: {cpu: 250m, memory: 1Gi}");
         assertTrue(manifest.contains("cpu: 250m"), "the example's requests are as this test expects");
+        Kubectl.Watch watching = kubectl.watch("get", "pj", "-n", ns, "-w");
         kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+        // Every rank's log, followed while it runs: the example's cleanUpPolicy Unfinished deletes a worker still
+        // running when the master succeeds, and its log with it.
+        List<String> ranks = List.of("ddp-mnist-master-0", "ddp-mnist-worker-0", "ddp-mnist-worker-1", "ddp-mnist-worker-2");
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(500)).until(() -> ranks.stream().allMatch(pod -> {
+            Pod p = admin.pods().inNamespace(ns).withName(pod).get();
+            return p != null && p.getStatus() != null && !"Pending".equals(p.getStatus().getPhase());
+        }));
+        List<Kubectl.Watch> followed = new java.util.ArrayList<>();
+        for (String pod : ranks) {
+            followed.add(kubectl.watch("logs", "-f", "-n", ns, pod));
+        }
         PyTorchTrainingJob done = awaitT9k(ns, "ddp-mnist", JobPhase.Succeeded);
         assertEquals(0, done.getStatus().backoffCount);
+        await().atMost(Duration.ofSeconds(30)).until(() -> watching.printed().contains("Succeeded")
+                && followed.stream().allMatch(f -> f.printed().contains("final accuracy")));
+        String watched = watching.stop();
+        assertTrue(watched.lines().anyMatch(l -> l.startsWith("ddp-mnist") && l.contains("Running"))
+                && watched.lines().anyMatch(l -> l.startsWith("ddp-mnist") && l.contains("Succeeded")), "kubectl get pj -w:\n" + watched);
         assertEquals("Succeeded", kubectl.run("get", "pj", "ddp-mnist", "-n", ns, "-o", "jsonpath={.status.phase}").orFail().out());
 
-        List<String> ranks = List.of("ddp-mnist-master-0", "ddp-mnist-worker-0", "ddp-mnist-worker-1", "ddp-mnist-worker-2");
-        Set<String> accuracies = ranks.stream().map(pod -> finalAccuracy(logs(ns, pod))).collect(Collectors.toSet());
+        List<String> logs = followed.stream().map(Kubectl.Watch::stop).toList();
+        Set<String> accuracies = logs.stream().map(RealNodeIT::finalAccuracy).collect(Collectors.toSet());
         assertEquals(1, accuracies.size(), "every rank ends with the same model: " + accuracies);
-        for (String pod : ranks) {
-            assertTrue(logs(ns, pod).contains("got 10, expected 10"), pod + " took part in the all-reduce of 4 ranks");
+        for (int rank = 0; rank < ranks.size(); rank++) {
+            assertTrue(logs.get(rank).contains("got 10, expected 10"), ranks.get(rank) + " took part in the all-reduce of 4 ranks");
         }
-        assertTrue(logs(ns, "ddp-mnist-master-0").contains("saved model to /workspace/model.pt"));
+        assertTrue(logs.get(0).contains("saved model to /workspace/model.pt"));
         Pod master = admin.pods().inNamespace(ns).withName("ddp-mnist-master-0").get();
         assertEquals(RealNode.NAME, master.getSpec().getNodeName());
     }
