@@ -193,7 +193,8 @@ class FailureHandlingTest {
 
     /**
      * The API server fails the event that reports a restart or the outcome (a 500, past the client's own
-     * two retries): the pass stops before the status that records it, and the next pass writes both, the event once.
+     * ten retries, about 20 s): the pass stops before the status that records it, and the next pass writes
+     * both, the event once.
      */
     @ParameterizedTest(name = "{0}")
     @CsvSource({"restart, ReplicaRestarted", "outcome, Succeeded"})
@@ -202,7 +203,7 @@ class FailureHandlingTest {
         OperatorHarness cluster = running(client, namespace, "OnFailure", "{backoffLimit: 3}");
         cluster.awaitEvent("PodsCreated", "j-master-0");
         server.expect().post().withPath("/api/v1/namespaces/" + namespace + "/events").andReturn(500, new StatusBuilder()
-                .withCode(500).withReason("InternalError").withMessage("etcdserver: request timed out").build()).times(3);
+                .withCode(500).withReason("InternalError").withMessage("etcdserver: request timed out").build()).times(11);
         if (what.equals("restart")) {
             String uid = cluster.pod("j-worker-0").getMetadata().getUid();
             cluster.kubelet.exit("j-worker-0", 1);
