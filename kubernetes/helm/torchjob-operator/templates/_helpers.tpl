@@ -43,9 +43,11 @@ a test keeps them equal.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create"{{ if .Values.kubeflow.enabled }}, "delete"{{ end }}]
+# Events: the job's own; and the Warning events of a pod slow to start, the only place a volume
+# that cannot be mounted is said (read by that pod's UID, only for such pods).
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create"]
+  verbs: ["create", "list"]
 # The T9k scheduler's gang (only for jobs with spec.scheduler.t9kScheduler).
 - apiGroups: ["scheduler.tensorstack.dev"]
   resources: ["podgroups"]

@@ -29,6 +29,18 @@ public class ReplicaStatus {
     public Integer failuresInARow;
     @JsonPropertyDescription("Container restarts the kubelet made in this pod (pod restartPolicy OnFailure or Always) that were counted against the budget.")
     public Integer restartsInPlace;
+    @JsonPropertyDescription("Why this replica's pod cannot start, while it cannot (the pod waits; nothing is counted).")
+    public CannotStart cannotStart;
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    @RegisterForReflection
+    public static class CannotStart {
+        @JsonPropertyDescription("The scheduler's or the kubelet's reason, e.g. Unschedulable, ImagePullBackOff, ErrImageNeverPull, CreateContainerConfigError or FailedMount.")
+        public String reason;
+        @JsonPropertyDescription("What the scheduler or the kubelet said.")
+        public String message;
+    }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)

@@ -59,6 +59,7 @@ public final class Engine {
         private final RestartBackoff backoff;
         private final Map<String, Pod> pods;
         private final Map<String, String> createdPods;
+        private final Map<String, List<StartBlocker.PodWarning>> podWarnings;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
         private final QueueAdmission queue;
@@ -98,6 +99,7 @@ public final class Engine {
             this.backoff = backoff;
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
             this.createdPods = observation.createdPods();
+            this.podWarnings = observation.podWarnings();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
             this.queue = observation.queue();
@@ -258,6 +260,7 @@ public final class Engine {
             podsCreated("Created pods ");
             deadline().ifPresent(d -> recheckAt(d.plusSeconds(1)));
 
+            List<StartBlocker> cannotStart = cannotStart(topology);
             replicaGroups = view.of(topology, true, restartsThisPass);
             if (job.elastic()) {
                 elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
@@ -268,7 +271,36 @@ public final class Engine {
             running = allRunning || previous.running();
             phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
             boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries();
-            return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures())));
+            return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures()), cannotStart));
+        }
+
+        /**
+         * The replicas whose pods cannot start, and why: said once per pod and cause, counted as nothing;
+         * they start by themselves once the cause is fixed (only the deadline, or the queue's own
+         * waitForPodsReady, ends the wait).
+         */
+        private List<StartBlocker> cannotStart(JobTopology topology) {
+            List<StartBlocker> blocked = new ArrayList<>();
+            for (ReplicaSlot slot : topology.slots()) {
+                Pod pod = pods.get(slot.podName());
+                if (pod == null || ledger.isCounted(pod)) {
+                    continue;
+                }
+                ReplicaState before = previous.replica(slot.podName());
+                String uid = uidOf(pod);
+                StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
+                Optional<StartBlocker> blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
+                StartBlocker.nextLookAtWarnings(pod, now).ifPresent(this::recheckAt);
+                if (blocker.isPresent()) {
+                    view.cannotStart(slot.podName(), blocker.get());
+                    blocked.add(blocker.get());
+                    if (known == null || !known.reason().equals(blocker.get().reason())) {
+                        events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message()
+                                + "; the job waits for it, nothing is counted").about(uid + "#" + blocker.get().reason()));
+                    }
+                }
+            }
+            return blocked;
         }
 
         /** Container restarts the kubelet made of one pod since the last pass. */

@@ -94,13 +94,19 @@ public record JobState(
      * One replica: its pod's name and UID (the last one seen, when the pod is gone), phase and
      * containers, how its last pod that failed ended (kept across restarts, with its last output), how
      * many times it failed in a row without running long enough in between (the back-off grows with
-     * it), and the in-place container restarts of pod {@code uid} already counted against the budget.
+     * it), the in-place container restarts of pod {@code uid} already counted against the budget, and
+     * why pod {@code uid} cannot start, while it cannot (said once per pod and cause).
      */
     public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
-            int failuresInARow, int restartsInPlace) {
+            int failuresInARow, int restartsInPlace, StartBlocker cannotStart) {
         public ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
                 int failuresInARow) {
-            this(name, uid, phase, containers, lastFailure, failuresInARow, 0);
+            this(name, uid, phase, containers, lastFailure, failuresInARow, 0, null);
+        }
+
+        public ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
+                int failuresInARow, int restartsInPlace) {
+            this(name, uid, phase, containers, lastFailure, failuresInARow, restartsInPlace, null);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.torchjob.operator.engine;
 
 import java.time.Instant;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 
 import io.fabric8.kubernetes.api.model.Pod;
@@ -10,10 +11,17 @@ import io.fabric8.kubernetes.api.model.Pod;
  * Everything a pass may know: the job (in its API's shape), what exists of it in the cluster, the
  * time, and the pods this operator created whose UIDs the job's status may not hold yet (by name):
  * a pod deleted before any status named it is still known to have existed; where the job stands
- * with its queue.
+ * with its queue; and, for pods stuck creating their containers, their Warning events.
  */
 public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
-        Map<String, String> createdPods, QueueAdmission queue) {
+        Map<String, String> createdPods, QueueAdmission queue,
+        /** Warning events of the pods whose status does not say why they are not starting, by pod UID: only pods looked up. */
+        Map<String, List<StartBlocker.PodWarning>> podWarnings) {
+
+    public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
+            Map<String, String> createdPods, QueueAdmission queue) {
+        this(job, pods, serviceExists, podGroup, now, createdPods, queue, Map.of());
+    }
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now) {
         this(job, pods, serviceExists, podGroup, now, Map.of());

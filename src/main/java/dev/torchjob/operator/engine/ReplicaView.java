@@ -23,6 +23,9 @@ final class ReplicaView {
     /** In-place restarts counted this pass: the pod's total restarts, now all counted. */
     private final Map<String, Integer> restartsInPlace = new LinkedHashMap<>();
 
+    /** Pods that cannot start this pass, and why. */
+    private final Map<String, StartBlocker> cannotStart = new LinkedHashMap<>();
+
     private final Map<String, String> createdPods;
 
     ReplicaView(Map<String, Pod> pods, JobState previous, RestartLedger ledger, Map<String, String> createdPods) {
@@ -45,6 +48,10 @@ final class ReplicaView {
     void restartedInPlace(ReplicaEnding ending, int totalRestarts) {
         failed(ending);
         restartsInPlace.put(ending.podName(), totalRestarts);
+    }
+
+    void cannotStart(String podName, StartBlocker blocker) {
+        cannotStart.put(podName, blocker);
     }
 
     void failed(ReplicaEnding ending) {
@@ -108,7 +115,8 @@ final class ReplicaView {
                 containers.add(containerOf(status));
             }
         }
-        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow, restartsInPlaceCounted(pod));
+        return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow, restartsInPlaceCounted(pod),
+                cannotStart.get(podName));
     }
 
     private static ContainerState containerOf(ContainerStatus status) {

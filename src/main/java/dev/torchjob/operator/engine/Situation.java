@@ -10,8 +10,20 @@ import dev.torchjob.operator.engine.JobState.Outcome;
  */
 public sealed interface Situation {
 
-    /** Training: replicas created, running, restarted within the budget. */
-    record Active(boolean replicaFailure, String replicaFailureMessage) implements Situation {
+    /**
+     * Training: replicas created, running, restarted within the budget; {@code cannotStart}: the pods
+     * that cannot start and why (they wait, counted as nothing).
+     */
+    record Active(boolean replicaFailure, String replicaFailureMessage, List<StartBlocker> cannotStart) implements Situation {
+        public Active(boolean replicaFailure, String replicaFailureMessage) {
+            this(replicaFailure, replicaFailureMessage, List.of());
+        }
+
+        /** Every pod that cannot start and why, in one sentence for a condition. */
+        public String cannotStartMessage() {
+            return cannotStart.stream().map(StartBlocker::message).collect(java.util.stream.Collectors.joining("; "))
+                    + ". The job waits for them; nothing is counted.";
+        }
     }
 
     /** Pausing: {@code podsLeft} pods still to go; paused when none is left. */

@@ -29,6 +29,11 @@ public final class KubeflowConditions {
     public static final String QUEUED = "Queued";
     /** This operator's: it cannot apply its decision. Kept first, so the State column is Kubeflow's. */
     public static final String RECONCILE_ERROR = "ReconcileError";
+    /**
+     * This operator's: True while a replica's pod cannot start (reason: the scheduler's or kubelet's).
+     * Kept at the front, after ReconcileError, so the State column is Kubeflow's.
+     */
+    public static final String REPLICA_CANNOT_START = "ReplicaCannotStart";
 
     private final List<KubeflowCondition> conditions;
     private final String now;
@@ -87,6 +92,7 @@ public final class KubeflowConditions {
                 next.set(FAILED, true, "PyTorchJobFailed", "PyTorchJob " + job + " is failed because " + ended.message());
             }
         }
+        next.cannotStart(situation instanceof Situation.Active active ? active : null);
         if (next.isTrue(QUEUED) && !(situation instanceof Situation.Queued)) {
             // In place: a condition that turned False must not become the State column.
             KubeflowCondition queued = next.find(QUEUED);
@@ -98,6 +104,40 @@ public final class KubeflowConditions {
             queued.lastUpdateTime = next.now;
         }
         return next.conditions;
+    }
+
+    /**
+     * ReplicaCannotStart: True (and its message kept current) while pods cannot start; False once none
+     * is held any more, or the job is no longer training. Never added before a pod was first held.
+     */
+    private void cannotStart(Situation.Active active) {
+        KubeflowCondition current = find(REPLICA_CANNOT_START);
+        boolean held = active != null && !active.cannotStart().isEmpty();
+        if (held) {
+            String reason = active.cannotStart().get(0).reason();
+            String message = active.cannotStartMessage();
+            if (current != null && "True".equals(current.status) && reason.equals(current.reason) && message.equals(current.message)) {
+                return;
+            }
+            KubeflowCondition condition = current != null ? current : new KubeflowCondition();
+            if (current == null) {
+                condition.type = REPLICA_CANNOT_START;
+                conditions.add(find(RECONCILE_ERROR) == null ? 0 : 1, condition);
+            }
+            if (!"True".equals(condition.status)) {
+                condition.lastTransitionTime = now;
+            }
+            condition.status = "True";
+            condition.reason = reason;
+            condition.message = message;
+            condition.lastUpdateTime = now;
+        } else if (current != null && "True".equals(current.status)) {
+            current.status = "False";
+            current.reason = "ReplicasStarting";
+            current.message = "No replica is held from starting.";
+            current.lastTransitionTime = now;
+            current.lastUpdateTime = now;
+        }
     }
 
     /** "1 Master and 2 Worker": the types restarted this pass and how many of each. */

@@ -31,6 +31,7 @@ import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.Situation;
+import dev.torchjob.operator.engine.StartBlocker;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.engine.Wording;
 import dev.torchjob.operator.kueue.KueueWorkload;
@@ -72,6 +73,13 @@ public final class KubeflowPlanner {
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
             Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
             QueueAdmission queue) {
+        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, Map.of());
+    }
+
+    /** {@code podWarnings}: the Warning events of pods slow to start (see {@link Observation}). */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
+            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
+            QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
         if (dispatchedByMultiKueue(job)) {
             // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
             return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
@@ -81,7 +89,7 @@ public final class KubeflowPlanner {
         boolean servicesExist = model.problem().isPresent()
                 || JobTopology.of(model).slots().stream().allMatch(slot -> services.contains(slot.podName()));
         Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, Observation.PodGroupState.NOT_NEEDED, now,
-                createdPods, queue);
+                createdPods, queue, podWarnings);
         JobState before = state(job.getStatus());
         Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName()), backoff);
 

@@ -74,6 +74,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     Refusals refusals;
 
     @Inject
+    PodWarnings podWarnings;
+
+    @Inject
     OperatorSdkMetrics sdkMetrics;
 
     @Inject

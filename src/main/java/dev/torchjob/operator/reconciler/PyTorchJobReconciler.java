@@ -62,8 +62,9 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
                 .collect(Collectors.toSet());
         Optional<HorizontalPodAutoscaler> autoscaler = context.getSecondaryResources(HorizontalPodAutoscaler.class).stream()
                 .filter(h -> h.getMetadata().getName().equals(job.getMetadata().getName())).findFirst();
-        return KubeflowPlanner.plan(job, pods, services, autoscaler, clock.instant(),
-                createdPods.unseen(ResourceID.fromResource(job), pods), backoff, queue);
+        var now = clock.instant();
+        return KubeflowPlanner.plan(job, pods, services, autoscaler, now, createdPods.unseen(ResourceID.fromResource(job), pods),
+                backoff, queue, podWarnings.of(pods, now));
     }
 
     @Override

@@ -59,8 +59,9 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
         var pods = context.getSecondaryResources(Pod.class);
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
-        return T9kPlanner.plan(new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), clock.instant(),
-                createdPods.unseen(ResourceID.fromResource(job), pods), queue), backoff);
+        var now = clock.instant();
+        return T9kPlanner.plan(new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), now,
+                createdPods.unseen(ResourceID.fromResource(job), pods), queue, podWarnings.of(pods, now)), backoff);
     }
 
     @Override

@@ -9,6 +9,7 @@ import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
 import dev.torchjob.operator.engine.JobState.ReplicaState;
+import dev.torchjob.operator.engine.StartBlocker;
 
 /**
  * The engine's replicas as both job APIs keep them in their status ({@code status.tasks}), and back:
@@ -32,6 +33,11 @@ public final class ReplicaRecords {
                 status.lastFailure = replica.lastFailure();
                 status.failuresInARow = replica.failuresInARow() == 0 ? null : replica.failuresInARow();
                 status.restartsInPlace = replica.restartsInPlace() == 0 ? null : replica.restartsInPlace();
+                if (replica.cannotStart() != null) {
+                    status.cannotStart = new ReplicaStatus.CannotStart();
+                    status.cannotStart.reason = replica.cannotStart().reason();
+                    status.cannotStart.message = replica.cannotStart().message();
+                }
                 for (JobState.ContainerState container : replica.containers()) {
                     ReplicaStatus.ContainerStatus c = new ReplicaStatus.ContainerStatus();
                     c.name = container.name();
@@ -56,7 +62,9 @@ public final class ReplicaRecords {
                         replica.phase == null ? null : JobState.ReplicaPhase.valueOf(replica.phase.name()),
                         replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
                         replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow,
-                        replica.restartsInPlace == null ? 0 : replica.restartsInPlace));
+                        replica.restartsInPlace == null ? 0 : replica.restartsInPlace,
+                        replica.cannotStart == null || replica.cannotStart.reason == null ? null
+                                : new StartBlocker(replica.cannotStart.reason, replica.cannotStart.message)));
             }
             groups.add(new ReplicaGroupState(task.type, task.restartCount == null ? 0 : task.restartCount, replicas));
         }

@@ -33,9 +33,14 @@ final class T9kConditions {
         Situation situation = decision.situation();
         if (situation instanceof Situation.Active active) {
             initializedWhileStarting(conditions, state.initialized());
-            conditions.set(JobCondition.RUNNING, state.running(), state.running() ? "AllReplicasRunning" : "WaitingForReplicas",
-                            state.running() ? "All replicas have started running." : "Waiting for all replicas to run.")
-                    .set(JobCondition.REPLICA_FAILURE, active.replicaFailure(),
+            if (!active.cannotStart().isEmpty()) {
+                // Not running while a replica cannot start, whatever ran before: the reason is the scheduler's or the kubelet's.
+                conditions.set(JobCondition.RUNNING, false, active.cannotStart().get(0).reason(), active.cannotStartMessage());
+            } else {
+                conditions.set(JobCondition.RUNNING, state.running(), state.running() ? "AllReplicasRunning" : "WaitingForReplicas",
+                        state.running() ? "All replicas have started running." : "Waiting for all replicas to run.");
+            }
+            conditions.set(JobCondition.REPLICA_FAILURE, active.replicaFailure(),
                             active.replicaFailure() ? "ReplicaRestarting" : "AllReplicasHealthy", active.replicaFailureMessage())
                     .set(JobCondition.COMPLETED, false, "Active", NOT_FINISHED)
                     .set(JobCondition.FAILED, false, "Active", NOT_FAILED);

@@ -243,6 +243,19 @@ public final class RealNode implements AutoCloseable {
         }
     }
 
+    /** The image arrives on the node under another name too ({@code ctr images tag}): as if it had been pulled. */
+    public void tagImage(String image, String name) {
+        Result tagged = ctr("images", "tag", "--force", image, name);
+        if (tagged.exitCode != 0) {
+            throw new IllegalStateException("ctr could not tag " + image + " as " + name + ": " + tagged.out);
+        }
+    }
+
+    /** The node forgets this name of an image, if it has it (the store, kept between runs, keeps the content under its other names). */
+    public void forgetImage(String name) {
+        ctr("images", "rm", name);
+    }
+
     private void startCoreDns() throws IOException {
         Path corefile = STATE.resolve("Corefile");
         // The cluster's names from the API server; any other name NXDOMAIN at once, as an upstream resolver

@@ -359,6 +359,77 @@ class RealNodeIT {
     }
 
     /**
+     * Pods that cannot start, each for a reason only the real scheduler or kubelet gives: the master mounts
+     * a ConfigMap that does not exist (FailedMount, said only in the pod's events), the worker asks for a
+     * node label no node has (Unschedulable), then, once the node has it, for an image the node does not
+     * have and cannot pull (ImagePullBackOff: every registry is closed). The job says which replica and
+     * why in its Running condition and its replicas' status, one Warning event per pod and cause, counts
+     * nothing with backoffLimit 0, and trains to Succeeded by itself as each cause is fixed (the ConfigMap
+     * made, the node labelled, the image arriving on the node).
+     */
+    @Test
+    void podsThatCannotStartAreSaidOnceCountNothingAndStartByThemselvesWhenFixed() {
+        String ns = install.namespace("cannot-start");
+        String image = "docker.io/library/torchjob-examples:not-yet-" + ns;
+        String label = "test.torchjob.dev/pool-" + ns;
+        node.forgetImage(image);
+        try {
+            String master = replica("master", "ExitCode", """
+                    command: [python, train.py]
+                    env: [{name: EPOCHS, value: "2"}]
+                    resources: {requests: {cpu: 250m}}
+                    volumeMounts: [{name: settings, mountPath: /settings}]
+                    """, "volumes: [{name: settings, configMap: {name: settings}}]\n");
+            String worker = replica("worker", "ExitCode", """
+                    command: [python, train.py]
+                    env: [{name: EPOCHS, value: "2"}]
+                    resources: {requests: {cpu: 250m}}
+                    """, "nodeSelector: {%s: \"true\"}\n".formatted(label)).replace("image: torchjob-examples:0.1.0", "image: " + image);
+            submitT9k(ns, "held", "backoffLimit: 0", master + worker);
+
+            await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1))
+                    .until(() -> "FailedMount".equals(cannotStart(ns, "held", 0)) && "Unschedulable".equals(cannotStart(ns, "held", 1)));
+            var running = t9k(ns, "held").getStatus().conditions.stream().filter(c -> "Running".equals(c.type)).findFirst().orElseThrow();
+            assertEquals("False", running.status);
+            assertTrue(running.message.contains("pod held-master-0 cannot start: MountVolume.SetUp failed for volume \"settings\" : "
+                    + "configmap \"settings\" not found"), running.message);
+            assertTrue(running.message.contains("pod held-worker-0 cannot be scheduled: 0/"), running.message);
+            assertTrue(running.message.contains("didn't match Pod's node affinity/selector"), running.message);
+
+            kubectl.run("create", "configmap", "settings", "-n", ns, "--from-literal=lr=0.01").orFail();
+            kubectl.run("label", "node", RealNode.NAME, label + "=true").orFail();
+            await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1))
+                    .until(() -> "ImagePullBackOff".equals(cannotStart(ns, "held", 1)));
+            String pull = t9k(ns, "held").getStatus().tasks.get(1).replicas.get(0).cannotStart.message;
+            assertTrue(pull.contains(image.substring(image.lastIndexOf('/') + 1)), pull);
+
+            node.tagImage("docker.io/library/torchjob-examples:0.1.0", image);
+            PyTorchTrainingJob done = awaitT9k(ns, "held", JobPhase.Succeeded);
+            assertEquals(0, done.getStatus().backoffCount, "nothing counted");
+            assertTrue(done.getStatus().tasks.stream().allMatch(t -> t.restartCount == null || t.restartCount == 0));
+            List<String> said = events(ns, "ReplicaCannotStart");
+            assertEquals(3, said.size(), "one per pod and cause: " + said);
+            assertEquals(1, said.stream().filter(m -> m.startsWith("pod held-master-0 cannot start: MountVolume.SetUp failed")).count(), said.toString());
+            assertEquals(1, said.stream().filter(m -> m.startsWith("pod held-worker-0 cannot be scheduled")).count(), said.toString());
+            assertEquals(1, said.stream().filter(m -> m.startsWith("pod held-worker-0 (container pytorch) cannot start: Err")
+                    || m.startsWith("pod held-worker-0 (container pytorch) cannot start: ImagePullBackOff")).count(), said.toString());
+        } finally {
+            kubectl.run("label", "node", RealNode.NAME, label + "-");
+            node.forgetImage(image);
+        }
+    }
+
+    /** Why the replica at this index of the job's replicas (master 0, worker 1) cannot start, as its status says; null if it can. */
+    private static String cannotStart(String ns, String name, int task) {
+        PyTorchTrainingJob job = t9k(ns, name);
+        if (job == null || job.getStatus() == null || job.getStatus().tasks.size() <= task || job.getStatus().tasks.get(task).replicas.isEmpty()) {
+            return null;
+        }
+        var replica = job.getStatus().tasks.get(task).replicas.get(0);
+        return replica.cannotStart == null ? null : replica.cannotStart.reason;
+    }
+
+    /**
      * Measured (-Dtorchjob.realnode.rounds=5 for the median of 5 in docs/testing.md; one round in CI):
      * from `kubectl apply` to every rank past init_process_group (its all-reduce line, by the kubelet's
      * timestamp), and from a replica's exit (137, under ExitCode: recreated) to its new pod past

@@ -66,6 +66,8 @@ class EngineTest {
         /** Pods created by the last pass, by name: what the operator knows before any pass sees them. */
         final Map<String, String> created = new LinkedHashMap<>();
         final Map<String, Pod> pods = new LinkedHashMap<>();
+        /** Warning events of pods slow to start, by pod UID, as the shell would look them up. */
+        Map<String, List<StartBlocker.PodWarning>> warnings = Map.of();
         int uids;
 
         Run(int workers, int backoffLimit) {
@@ -113,7 +115,7 @@ class EngineTest {
             unseen.keySet().removeIf(name -> pods.containsKey(name) && pods.get(name).getMetadata().getUid().equals(unseen.get(name)));
             created.clear();
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
-                    PodGroupState.NOT_NEEDED, now, unseen, queue), WORDING, backoff);
+                    PodGroupState.NOT_NEEDED, now, unseen, queue, warnings), WORDING, backoff);
             state = decision.state();
             decision.podsToDelete().forEach(d -> pods.remove(d.name()));
             for (Decision.PodRequest request : decision.podsToCreate()) {

@@ -65,7 +65,7 @@ class InstallManifestsTest {
         assertEquals(Set.of("update"), verbs.get("pytorchtrainingjobs/finalizers"));
         assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
-        assertEquals(Set.of("create"), verbs.get("events"));
+        assertEquals(Set.of("create", "list"), verbs.get("events"));
         assertEquals(Set.of("get", "create"), verbs.get("podgroups"));
         assertEquals(Set.of("get", "list", "watch", "create", "update", "patch", "delete"), verbs.get("workloads"));
         assertEquals(Set.of("get", "update", "patch"), verbs.get("workloads/status"));

@@ -295,4 +295,27 @@ class KubeflowPlannerTest {
         assertNotNull(cluster.job.getStatus().completionTime);
         assertTrue(cluster.pods.isEmpty() && cluster.services.isEmpty(), "its running pods are cleaned up");
     }
+
+    @Test
+    void replicasThatCannotStartAreSaidInAConditionThatLeavesTheStateColumnKubeflows() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Master: {template: " + POD + "}\n  Worker: {replicas: 2, template: " + POD + "}");
+        cluster.settle();
+        dev.torchjob.operator.testing.PodFates.unschedulable(cluster.pods.get("j-worker-1"), "0/1 nodes are available: 1 Insufficient cpu.");
+        cluster.settle();
+        KubeflowCondition held = condition(cluster, KubeflowConditions.REPLICA_CANNOT_START);
+        assertEquals("True", held.status);
+        assertEquals("Unschedulable", held.reason);
+        assertEquals("pod j-worker-1 cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu. The job waits for them; nothing "
+                + "is counted.", held.message);
+        assertEquals(List.of("ReplicaCannotStart=True", "Created=True"), cluster.conditionTypes());
+        assertEquals("Created", cluster.state(), "the State column is Kubeflow's");
+        assertEquals("Unschedulable", cluster.job.getStatus().tasks.get(1).replicas.get(1).cannotStart.reason);
+        assertEquals(1, cluster.plans.stream().flatMap(p -> p.events().stream()).filter(e -> e.reason().equals("ReplicaCannotStart")).count());
+
+        cluster.runAll();
+        cluster.settle();
+        assertEquals(List.of("ReplicaCannotStart=False", "Created=True", "Running=True"), cluster.conditionTypes());
+        assertEquals("Running", cluster.state());
+        assertEquals(0, cluster.job.getStatus().tasks.stream().mapToInt(t -> t.restartCount == null ? 0 : t.restartCount).sum());
+    }
 }

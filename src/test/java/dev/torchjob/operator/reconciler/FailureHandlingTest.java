@@ -13,6 +13,8 @@ import java.util.stream.Collectors;
 import jakarta.inject.Inject;
 
 import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.EventListBuilder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -43,6 +45,56 @@ class FailureHandlingTest {
 
     static OperatorHarness running(KubernetesClient client, String namespace, String policy, String runPolicy) {
         return new OperatorHarness(client, namespace).runJob(policy, runPolicy);
+    }
+
+    /**
+     * A volume that cannot be mounted is said only in the pod's Warning events: the operator reads them
+     * (by the pod's UID: the mock API server cannot select events by field, so the test answers that
+     * request as the real one would) for a pod still creating its containers well after it was
+     * scheduled, and the job says it. Events it may not read leave the job as it was.
+     */
+    @ParameterizedTest
+    @CsvSource({"200, failed-mount", "403, events-forbidden"})
+    void aPodWhoseVolumeCannotBeMountedIsSaidFromItsWarningEvents(int answer, String namespace) {
+        OperatorHarness cluster = new OperatorHarness(client, namespace);
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 0}"));
+        cluster.awaitPods(3);
+        String uid = cluster.pod("j-worker-1").getMetadata().getUid();
+        Event mount = new EventBuilder().withNewMetadata().withName("j-worker-1.mount").endMetadata().withType("Warning")
+                .withReason("FailedMount").withMessage("MountVolume.SetUp failed for volume \"data\" : persistentvolumeclaim \"data\" not found")
+                .withNewInvolvedObject().withKind("Pod").withName("j-worker-1").withUid(uid).endInvolvedObject()
+                .withLastTimestamp(Instant.now().toString()).build();
+        var request = server.expect().get().withPath("/api/v1/namespaces/" + namespace + "/events?fieldSelector=involvedObject.uid%3D" + uid
+                + "%2Ctype%3DWarning&resourceVersion=0");
+        if (answer == 200) {
+            request.andReturn(200, new EventListBuilder().withItems(mount).build()).always();
+        } else {
+            request.andReturn(403, new StatusBuilder().withCode(403).withReason("Forbidden").withMessage("events is forbidden: User "
+                    + "\"system:serviceaccount:torchjob-system:torchjob-operator\" cannot list resource \"events\"").build()).always();
+        }
+        cluster.kubelet.run("j-master-0");
+        cluster.kubelet.run("j-worker-0");
+        ((StatusWritingKubelet) cluster.kubelet).creating("j-worker-1", Instant.now().minusSeconds(30));
+
+        if (answer == 200) {
+            PyTorchTrainingJob held = cluster.awaitJob("j", j -> j.getStatus().tasks.get(1).replicas.get(1).cannotStart != null);
+            assertEquals("FailedMount", held.getStatus().tasks.get(1).replicas.get(1).cannotStart.reason);
+            var running = cluster.condition("j", "Running");
+            assertEquals("FailedMount", running.reason);
+            assertTrue(running.message.startsWith("pod j-worker-1 cannot start: MountVolume.SetUp failed for volume \"data\""), running.message);
+            cluster.awaitEvent("ReplicaCannotStart", "persistentvolumeclaim \"data\" not found");
+        } else {
+            cluster.awaitJob("j", j -> j.getStatus().tasks.get(1).replicas.get(1).containers.stream()
+                    .anyMatch(c -> "ContainerCreating".equals(c.reason)));
+            assertEquals("WaitingForReplicas", cluster.condition("j", "Running").reason, "only what the pod's status says");
+            assertEquals(null, cluster.condition("j", "ReconcileError"), "the job is not held back");
+        }
+        assertEquals(0, cluster.job("j").getStatus().backoffCount);
+
+        cluster.kubelet.run("j-worker-1");
+        cluster.awaitJob("j", j -> j.getStatus().tasks.get(1).replicas.get(1).cannotStart == null
+                && "AllReplicasRunning".equals(cluster.condition("j", "Running").reason));
+        assertEquals(answer == 200 ? 1 : 0, cluster.events().stream().filter(e -> "ReplicaCannotStart".equals(e.getReason())).count());
     }
 
     @Test

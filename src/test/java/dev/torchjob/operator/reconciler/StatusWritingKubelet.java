@@ -63,6 +63,17 @@ public final class StatusWritingKubelet implements Kubelet {
                 .build()));
     }
 
+    /** Scheduled at {@code scheduledAt}, its containers still being created (a volume not mounted, an image being pulled). */
+    public void creating(String podName, Instant scheduledAt) {
+        Pod pod = client.pods().inNamespace(namespace).withName(podName).get();
+        pod.setStatus(new PodStatusBuilder().withPhase("Pending")
+                .addNewCondition().withType("PodScheduled").withStatus("True").withLastTransitionTime(scheduledAt.toString()).endCondition()
+                .withContainerStatuses(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(false)
+                        .withState(new ContainerStateBuilder().withNewWaiting().withReason("ContainerCreating").endWaiting().build()).build())
+                .build());
+        client.pods().inNamespace(namespace).resource(pod).updateStatus();
+    }
+
     private List<ContainerStatus> running(String podName) {
         return List.of(new ContainerStatusBuilder().withName(trainingContainer(podName)).withReady(true)
                 .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())

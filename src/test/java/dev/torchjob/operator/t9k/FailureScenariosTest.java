@@ -253,4 +253,45 @@ class FailureScenariosTest {
         assertEquals(1024, output.length());
         assertTrue(output.startsWith("...") && output.endsWith("the line that matters"), output);
     }
+
+    @Test
+    void replicasThatCannotStartAreSaidInTheRunningConditionAndTheirStatusOnceAndCountNothing() {
+        InMemoryCluster cluster = new InMemoryCluster("""
+                metadata: {name: f}
+                spec:
+                  runPolicy: {backoffLimit: 0}
+                  replicaSpecs:
+                  - {type: master, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                  - {type: worker, replicas: 2, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """);
+        cluster.settle();
+        dev.torchjob.operator.testing.PodFates.waiting(cluster.pod("f-master-0"), cluster.now, "ErrImageNeverPull",
+                "Container image \"torch\" is not present with pull policy of Never");
+        dev.torchjob.operator.testing.PodFates.unschedulable(cluster.pod("f-worker-1"), "0/1 nodes are available: 1 Insufficient memory.");
+        int plansBefore = cluster.plans.size();
+        cluster.settle();
+        cluster.now = cluster.now.plus(Duration.ofMinutes(30));
+        cluster.settle();
+
+        JobCondition running = condition(cluster, "Running");
+        assertEquals("False", running.status);
+        assertEquals("ErrImageNeverPull", running.reason, "the first replica's cause, in the kubelet's words");
+        assertEquals("pod f-master-0 (container pytorch) cannot start: ErrImageNeverPull: Container image \"torch\" is not present with "
+                + "pull policy of Never; pod f-worker-1 cannot be scheduled: 0/1 nodes are available: 1 Insufficient memory. "
+                + "The job waits for them; nothing is counted.", running.message);
+        ReplicaStatus.CannotStart worker = cluster.job.getStatus().tasks.get(1).replicas.get(1).cannotStart;
+        assertEquals("Unschedulable", worker.reason);
+        assertNull(cluster.job.getStatus().tasks.get(1).replicas.get(0).cannotStart, "worker 0 is merely pending");
+        List<Plan.JobEvent> said = cluster.plans.subList(plansBefore, cluster.plans.size()).stream().flatMap(p -> p.events().stream())
+                .filter(e -> e.reason().equals("ReplicaCannotStart")).toList();
+        assertEquals(2, said.size(), "one Warning event per pod, through the stored status: " + said);
+        assertEquals(JobPhase.Pending, cluster.job.getStatus().phase);
+        assertEquals(0, cluster.job.getStatus().backoffCount, "backoffLimit 0 and still nothing failed");
+
+        cluster.runAll();
+        cluster.settle();
+        assertEquals("AllReplicasRunning", condition(cluster, "Running").reason, "fixed: the job starts by itself");
+        assertNull(cluster.job.getStatus().tasks.get(0).replicas.get(0).cannotStart);
+        assertEquals(JobPhase.Running, cluster.job.getStatus().phase);
+    }
 }

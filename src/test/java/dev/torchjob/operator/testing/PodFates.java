@@ -43,6 +43,23 @@ public final class PodFates {
                 .build()).build());
     }
 
+    /** The scheduler finds no node for the pod. */
+    public static void unschedulable(Pod pod, String message) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Pending").withConditions(new PodConditionBuilder().withType("PodScheduled")
+                .withStatus("False").withReason("Unschedulable").withMessage(message).build()).build());
+    }
+
+    /** Scheduled at {@code scheduledAt}; the training container waits for the kubelet: ContainerCreating, or another {@code reason}. */
+    public static void waiting(Pod pod, java.time.Instant scheduledAt, String reason, String message) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Pending")
+                .withConditions(new PodConditionBuilder().withType("PodScheduled").withStatus("True")
+                        .withLastTransitionTime(scheduledAt.toString()).build())
+                .withContainerStatuses(new ContainerStatusBuilder().withName(TrainingContainer.of(pod).getName()).withRestartCount(0)
+                        .withState(new ContainerStateBuilder().withNewWaiting().withReason(reason).withMessage(message).endWaiting().build())
+                        .build())
+                .build());
+    }
+
     public static void evicted(Pod pod) {
         pod.setStatus(new PodStatusBuilder().withPhase("Failed").withReason("Evicted")
                 .withConditions(new PodConditionBuilder().withType("DisruptionTarget").withStatus("True").build()).build());

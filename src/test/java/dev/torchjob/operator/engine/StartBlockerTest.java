@@ -1,0 +1,199 @@
+package dev.torchjob.operator.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.engine.EngineTest.Run;
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.StartBlocker.PodWarning;
+import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
+import dev.torchjob.operator.testing.PodFates;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/**
+ * Pods that cannot start (no node fits them, their image cannot be had, a ConfigMap or a volume is
+ * missing): the job waits, says which replica and why once per pod and cause, counts nothing, and
+ * goes on by itself once the cause is fixed.
+ */
+class StartBlockerTest {
+    private static final String NO_NODE = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            + "1 No preemption victims found for incoming pod.";
+
+    @Test
+    void aPodNoNodeCanFitMakesTheJobWaitSayingWhichReplicaAndWhyOnceAndCountingNothing() {
+        Run run = new Run(2, 1);
+        run.pass();
+        PodFates.unschedulable(run.pods.get("j-worker-1"), NO_NODE);
+        Decision held = run.pass();
+
+        List<StartBlocker> blocked = ((Situation.Active) held.situation()).cannotStart();
+        assertEquals(List.of(new StartBlocker("Unschedulable", "pod j-worker-1 cannot be scheduled: "
+                + NO_NODE.substring(0, NO_NODE.length() - 1))), blocked, "the scheduler's words, as a clause");
+        assertEquals(List.of("ReplicaCannotStart"), reasons(held), "one Warning event");
+        assertEquals(JobEvent.Type.Warning, held.events().get(0).type());
+        assertTrue(held.events().get(0).message().startsWith("pod j-worker-1 cannot be scheduled: 0/1 nodes are available"),
+                held.events().get(0).message());
+        assertEquals("Unschedulable", held.state().replica("j-worker-1").cannotStart().reason(), "recorded, so said once");
+        assertNothingCountedOrTouched(held);
+
+        for (int i = 0; i < 5; i++) {
+            run.now = run.now.plus(Duration.ofMinutes(10));
+            Decision again = run.pass();
+            assertEquals(blocked, ((Situation.Active) again.situation()).cannotStart(), "still held, still said");
+            assertEquals(List.of(), reasons(again), "said once, not at every pass");
+            assertNothingCountedOrTouched(again);
+        }
+
+        PodFates.running(run.pods.get("j-worker-1"));
+        Decision started = run.pass();
+        assertEquals(List.of(), ((Situation.Active) started.situation()).cannotStart(), "a node was found: the job goes on by itself");
+        assertNull(started.state().replica("j-worker-1").cannotStart());
+        assertEquals(JobState.Phase.Running, started.state().phase());
+        assertEquals(List.of(), reasons(started));
+    }
+
+    @Test
+    void anImageThatCannotBePulledIsOneCauseWhileTheKubeletAlternatesErrImagePullAndImagePullBackOff() {
+        Run run = new Run(1, 1);
+        run.pass();
+        Pod worker = run.pods.get("j-worker-0");
+        PodFates.waiting(worker, run.now, "ErrImagePull", "failed to pull and unpack image \"registry.example/train:2\": not found");
+        Decision first = run.pass();
+        StartBlocker blocker = ((Situation.Active) first.situation()).cannotStart().get(0);
+        assertEquals("ImagePullBackOff", blocker.reason());
+        assertEquals("pod j-worker-0 (container pytorch) cannot start: ErrImagePull: failed to pull and unpack image "
+                + "\"registry.example/train:2\": not found", blocker.message());
+        assertEquals(1, first.events().size());
+
+        for (String reason : List.of("ImagePullBackOff", "ErrImagePull", "ImagePullBackOff")) {
+            PodFates.waiting(worker, run.now, reason, "Back-off pulling image \"registry.example/train:2\"");
+            Decision again = run.pass();
+            assertEquals("ImagePullBackOff", ((Situation.Active) again.situation()).cannotStart().get(0).reason());
+            assertEquals(List.of(), reasons(again), reason + ": the same cause, said once");
+            assertNothingCountedOrTouched(again);
+        }
+    }
+
+    @Test
+    void eachPodAndEachCauseIsSaidOnceAndTheStatusSaysThemAll() {
+        Run run = new Run(2, 1);
+        run.pass();
+        PodFates.waiting(run.pods.get("j-worker-0"), run.now, "ErrImageNeverPull",
+                "Container image \"train:2\" is not present with pull policy of Never");
+        PodFates.waiting(run.pods.get("j-worker-1"), run.now, "CreateContainerConfigError", "configmap \"settings\" not found");
+        Decision both = run.pass();
+        assertEquals(List.of("ErrImageNeverPull", "CreateContainerConfigError"),
+                ((Situation.Active) both.situation()).cannotStart().stream().map(StartBlocker::reason).toList());
+        assertEquals(List.of("ReplicaCannotStart", "ReplicaCannotStart"), reasons(both));
+        assertEquals("pod j-worker-0 (container pytorch) cannot start: ErrImageNeverPull: Container image \"train:2\" is not present "
+                + "with pull policy of Never; pod j-worker-1 (container pytorch) cannot start: CreateContainerConfigError: configmap "
+                + "\"settings\" not found. The job waits for them; nothing is counted.",
+                ((Situation.Active) both.situation()).cannotStartMessage());
+
+        // The ConfigMap is made, but the key the pod reads is not in it: a new cause of the same pod.
+        PodFates.waiting(run.pods.get("j-worker-1"), run.now, "CreateContainerConfigError", "couldn't find key lr in ConfigMap");
+        assertEquals(List.of(), reasons(run.pass()), "the same cause in other words: said once");
+        PodFates.waiting(run.pods.get("j-worker-1"), run.now, "ImagePullBackOff", "Back-off pulling image");
+        Decision other = run.pass();
+        assertEquals(1, other.events().size(), "another cause of the same pod is said");
+        assertTrue(other.events().get(0).message().startsWith("pod j-worker-1 (container pytorch) cannot start: ImagePullBackOff"));
+    }
+
+    @Test
+    void aVolumeThatCannotBeMountedIsReadFromThePodsWarningEventsOnlyWhileItIsSlowToStart() {
+        Run run = new Run(1, 1);
+        run.pass();
+        Pod worker = run.pods.get("j-worker-0");
+        String uid = worker.getMetadata().getUid();
+        Instant scheduled = run.now;
+        PodFates.waiting(worker, scheduled, "ContainerCreating", null);
+        assertFalse(StartBlocker.needsWarnings(worker, run.now), "a pod just scheduled is creating its containers: nothing to ask");
+        Decision creating = run.pass();
+        assertEquals(List.of(), ((Situation.Active) creating.situation()).cannotStart());
+        assertEquals(Optional.of(StartBlocker.LOOK_AT_WARNINGS_AFTER), creating.recheckAfter(), "looked at again when it is slow");
+
+        run.now = scheduled.plus(StartBlocker.LOOK_AT_WARNINGS_AFTER);
+        assertTrue(StartBlocker.needsWarnings(worker, run.now));
+        String mount = "MountVolume.SetUp failed for volume \"settings\" : configmap \"settings\" not found";
+        run.warnings = Map.of(uid, List.of(
+                new PodWarning(uid, "FailedMount", mount, run.now.minusSeconds(4)),
+                new PodWarning(uid, "FailedScheduling", "an old word of the scheduler", run.now.minusSeconds(15))));
+        Decision held = run.pass();
+        assertEquals(List.of(new StartBlocker("FailedMount", "pod j-worker-0 cannot start: " + mount)),
+                ((Situation.Active) held.situation()).cannotStart());
+        assertEquals(List.of("ReplicaCannotStart"), reasons(held));
+        assertEquals(Optional.of(Duration.ofSeconds(60)), held.recheckAfter(), "its warnings are looked at again now and then");
+
+        run.warnings = Map.of(); // the look-up failed: what the status says of this pod holds
+        run.now = run.now.plusSeconds(60);
+        Decision unknown = run.pass();
+        assertEquals("FailedMount", ((Situation.Active) unknown.situation()).cannotStart().get(0).reason());
+        assertEquals(List.of(), reasons(unknown));
+
+        run.warnings = Map.of(uid, List.of(new PodWarning(uid, "FailedMount", mount, run.now.minus(Duration.ofMinutes(4)))));
+        Decision stale = run.pass();
+        assertEquals(List.of(), ((Situation.Active) stale.situation()).cannotStart(),
+                "no fresh warning: the volume was mounted, the kubelet may be pulling a large image");
+        assertNull(stale.state().replica("j-worker-0").cannotStart());
+
+        PodFates.running(worker);
+        assertFalse(StartBlocker.needsWarnings(worker, run.now), "a running pod's events are never read");
+        assertEquals(Optional.empty(), run.pass().recheckAfter());
+    }
+
+    @Test
+    void theDeadlineEndsTheWaitAndNothingElseDoes() {
+        TrainingJob job = Run.job(1, 0);
+        Run run = new Run(new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(),
+                new RunPolicy(0, 600L, CleanPodPolicy.None), job.runMode(), job.successRule(), job.retryableExitCodes(), false,
+                Optional.empty()));
+        run.pass();
+        PodFates.unschedulable(run.pods.get("j-worker-0"), NO_NODE);
+        run.now = run.now.plusSeconds(599);
+        Decision waiting = run.pass();
+        assertEquals(null, waiting.state().outcome(), "backoffLimit 0 is not spent by a pod that never started");
+        assertNothingCountedOrTouched(waiting);
+        run.now = run.now.plusSeconds(1);
+        Decision ended = run.pass();
+        assertEquals(Outcome.DeadlineExceeded, ended.state().outcome());
+        assertEquals(0, ended.state().backoffCount());
+    }
+
+    @Test
+    void aReplicaRecreatedThatCannotStartEitherIsSaidAgain() {
+        Run run = new Run(1, 3);
+        run.pass();
+        PodFates.unschedulable(run.pods.get("j-worker-0"), NO_NODE);
+        assertEquals(List.of("ReplicaCannotStart"), reasons(run.pass()));
+        run.pods.remove("j-worker-0"); // deleted by someone: a restart, counted, and a new pod
+        assertEquals(1, run.pass().state().backoffCount());
+        PodFates.unschedulable(run.pods.get("j-worker-0"), NO_NODE);
+        Decision again = run.pass();
+        assertEquals(List.of("ReplicaCannotStart"), reasons(again), "a new pod: said of it too");
+        assertEquals(1, again.state().backoffCount(), "its wait counts nothing");
+    }
+
+    private static List<String> reasons(Decision decision) {
+        return decision.events().stream().map(JobEvent::reason).toList();
+    }
+
+    private static void assertNothingCountedOrTouched(Decision decision) {
+        assertEquals(0, decision.state().backoffCount(), "nothing counted");
+        assertEquals(List.of(), decision.restarts());
+        assertEquals(List.of(), decision.podsToDelete(), "the waiting pod is left to start");
+        assertEquals(List.of(), decision.podsToCreate());
+        assertEquals(null, decision.state().outcome());
+    }
+}
