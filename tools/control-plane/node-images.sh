@@ -28,7 +28,11 @@ if [ ! -f "$pause" ]; then
 fi
 
 base_image=localhost/torchjob-pytorch-debian:bookworm
-base="$cache/pytorch-debian-bookworm.tar"
+# Debian's PyTorch 1.13 lacks two fixes PyTorch made later that torchrun needs here (torch-backports.py
+# says which); the base carries them, so the torchrun jobs run as on the official image.
+backports="$here/torch-backports.py"
+base_key=$( (cat "$backports"; echo python3-torch python-is-python3) | sha256sum | cut -c1-12)
+base="$cache/pytorch-debian-bookworm-$base_key.tar"
 if [ ! -f "$base" ] || ! podman image exists "$base_image"; then
   if [ -f "$base" ]; then
     podman load --quiet -i "$base" >/dev/null
@@ -36,6 +40,8 @@ if [ ! -f "$base" ] || ! podman image exists "$base_image"; then
     start=$(date +%s)
     log "making $base_image from Debian's packages (python3-torch: minutes, once)"
     mmdebstrap --quiet --variant=minbase --include=python3-torch,python-is-python3 \
+      --customize-hook="python3 '$backports' \"\$1\"" \
+      --customize-hook="chroot \"\$1\" python3 -c 'from torch.distributed.elastic.multiprocessing.api import Std; assert Std.from_str(\"0\") is Std.NONE'" \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
       --dpkgopt='path-exclude=/usr/share/locale/*' --aptopt='Acquire::Languages "none"' \
       bookworm - "deb http://deb.debian.org/debian bookworm main" \
@@ -47,7 +53,7 @@ if [ ! -f "$base" ] || ! podman image exists "$base_image"; then
   fi
 fi
 
-examples_key=$(cat "$repo/kubernetes/examples/Containerfile" "$repo/kubernetes/examples/local/train.py" | sha256sum | cut -c1-12)
+examples_key=$( (echo "$base_key"; cat "$repo/kubernetes/examples/Containerfile" "$repo/kubernetes/examples/local/train.py") | sha256sum | cut -c1-12)
 examples="$cache/torchjob-examples-$examples_key.tar"
 if [ ! -f "$examples" ]; then
   podman build --quiet --build-arg "BASE=$base_image" -t docker.io/library/torchjob-examples:0.1.0 \
