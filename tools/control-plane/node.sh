@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Provisions the real node of the real-cluster test tier (docs/testing.md) at the versions in
-# versions.env: the kubelet, built from the same wrapper module as the control plane; containerd
+# versions.env: the kubelet and kube-proxy (the ClusterIP Services of the node's pods), built from the
+# same wrapper module as the control plane; containerd
 # with its runc shim and ctr, from containerd's Go module (2.x: the kubelet drops containerd 1.x in
 # 1.37); CoreDNS with only the plugins the tier uses (coredns/main.go); the sandboxes' pause program
 # (pause/main.go). runc and the CNI plugins are Debian's (`runc`, `containernetworking-plugins`).
@@ -14,7 +15,9 @@ source "$here/kubernetes-module.sh"
 
 cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 # Our own sources are part of the key: a change to them builds anew.
-sources=$(cat "$here/coredns/main.go" "$here/pause/main.go" | sha256sum | cut -c1-8)
+# kube-proxy joined the node's binaries later: the list of them is part of the key too.
+components="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns pause"
+sources=$( (echo "$components"; cat "$here/coredns/main.go" "$here/pause/main.go") | sha256sum | cut -c1-8)
 bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-$sources/bin"
 log() { printf '[node] %s\n' "$*" >&2; }
 
@@ -29,9 +32,9 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-kubernetes_module "$work/k8s" kubelet
-log "building the kubelet v$KUBERNETES_VERSION"
-go build -ldflags "$KUBERNETES_LDFLAGS" -o "$bin/" k8s.io/kubernetes/cmd/kubelet >&2
+kubernetes_module "$work/k8s" kubelet kube-proxy
+log "building the kubelet and kube-proxy v$KUBERNETES_VERSION"
+go build -ldflags "$KUBERNETES_LDFLAGS" -o "$bin/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy >&2
 
 log "building containerd v$CONTAINERD_VERSION"
 (cd "$work" && GOBIN="$bin" go install -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=v$CONTAINERD_VERSION" \
@@ -50,7 +53,7 @@ log "building the pause program"
 cp -r "$here/pause" "$work/pause" && cd "$work/pause"
 go build -ldflags "-s -w" -o "$bin/pause" . >&2
 
-for c in kubelet containerd containerd-shim-runc-v2 ctr coredns pause; do
+for c in $components; do
   [ -x "$bin/$c" ] || { log "missing $bin/$c after provisioning"; exit 1; }
 done
 "$bin/kubelet" --version >&2

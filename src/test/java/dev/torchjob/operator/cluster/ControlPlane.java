@@ -49,6 +49,8 @@ public final class ControlPlane {
     private static ControlPlane instance;
 
     final Path bin;
+    /** The Services' ClusterIPs; the kubernetes Service is the first, 10.96.0.1. */
+    static final String SERVICE_RANGE = "10.96.0.0/16";
     final Path work;
     final Path adminKubeconfig;
     private final boolean ownServers;
@@ -211,7 +213,7 @@ public final class ControlPlane {
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-account-key-file=" + serviceAccountKey,
                 "--service-account-signing-key-file=" + serviceAccountKey,
-                "--service-cluster-ip-range=10.96.0.0/16",
+                "--service-cluster-ip-range=" + SERVICE_RANGE,
                 // Off by default upstream, on in OpenShift: owner references that block deletion need RBAC on the owner.
                 "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 // The real node's kubelet (RealNode) is reached at its address for logs and exec, not by name.

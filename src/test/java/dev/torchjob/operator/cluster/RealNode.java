@@ -1,6 +1,7 @@
 package dev.torchjob.operator.cluster;
 
 import java.io.IOException;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,10 +44,16 @@ public final class RealNode implements AutoCloseable {
     static final Path STATE = Path.of("/run/torchjob-node");
     /** What the kubelet sets at start (setupKernelTunables), and forwarding, which the node does not need. */
     private static final List<String> KERNEL_SETTINGS = List.of("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
-            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward");
-    private static final List<String> KUBELET_CHAINS = List.of("KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT");
+            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
+            "net/ipv4/conf/all/route_localnet");
+    /** Where the pods reach the API server: the relay on the bridge's address ({@link ApiServerRelay}). */
+    static final int API_SERVER_RELAY_PORT = 6443;
+    /** Our own iptables chain: nothing a pod sends is forwarded off the bridge. */
+    private static final String GUARD_CHAIN = "TORCHJOB-NODE";
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
     private static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller";
+    /** Deployments and ReplicaSets, while a test runs the operator's own Deployment on this node ({@link #workloads()}). */
+    private static final String WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller";
     /** Fixed paths the kubelet uses outside its root folder. */
     private static final List<Path> OUTSIDE_STATE = List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"));
     /** Marks a folder the node made outside its state (and so removes), as opposed to one that was there. */
@@ -61,6 +68,8 @@ public final class RealNode implements AutoCloseable {
     private final int kubeletPort = ControlPlane.freePort();
     private final int corednsHealthPort = ControlPlane.freePort();
     private final int corednsReadyPort = ControlPlane.freePort();
+    private final int kubeProxyHealthPort = ControlPlane.freePort();
+    private ApiServerRelay relay;
 
     private RealNode(ControlPlane cluster, Path bin, Path containerdRoot, List<Path> images) {
         this.cluster = cluster;
@@ -140,21 +149,29 @@ public final class RealNode implements AutoCloseable {
                 Files.createFile(topmostNew.resolve(MADE_HERE)); // found and removed by the next start if this run is killed
             }
         }
-        // The bridge and its address first: CoreDNS binds to it. No default route for the pods (CNI
-        // config below), so nothing they send can leave the bridge.
+        // The bridge and its address first: CoreDNS and the API server's relay bind to it. The pods' only
+        // route is to the Services' range, through the node (CNI config below), where kube-proxy sends it
+        // to a pod or to the relay; whatever else reaches the node from the bridge is never forwarded.
         command("ip", "link", "add", BRIDGE, "type", "bridge");
         command("ip", "addr", "add", GATEWAY + "/24", "dev", BRIDGE);
         command("ip", "link", "set", BRIDGE, "up");
+        command("iptables", "-N", GUARD_CHAIN);
+        command("iptables", "-A", GUARD_CHAIN, "-i", BRIDGE, "!", "-o", BRIDGE, "-j", "DROP");
+        command("iptables", "-I", "FORWARD", "-j", GUARD_CHAIN);
         writeCniConfig();
         startContainerd();
         importImages();
         startCoreDns();
         startExtraControllers();
+        relay = ApiServerRelay.start(GATEWAY, API_SERVER_RELAY_PORT, URI.create(cluster.admin().getConfiguration().getMasterUrl()));
+        publishApiServer();
         KERNEL_SETTINGS.forEach(s -> kernelBefore.put(s, readSysctl(s)));
-        System.out.println("[real-node] kernel settings before the kubelet: " + kernelBefore);
+        System.out.println("[real-node] kernel settings before the kubelet and kube-proxy: " + kernelBefore);
+        startKubeProxy();
         startKubelet();
         awaitReady();
-        restoreKernelSettings(); // the kubelet changed them at start, not again later
+        awaitKubeProxy();
+        restoreKernelSettings(); // the kubelet and kube-proxy changed them at start, not again later
     }
 
     private void writeCniConfig() throws IOException {
@@ -167,13 +184,13 @@ public final class RealNode implements AutoCloseable {
                   "plugins": [
                     {
                       "type": "bridge", "bridge": "%s", "isGateway": false, "ipMasq": false, "hairpinMode": true,
-                      "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s", "gateway": "%s"}]], "routes": [],
-                               "dataDir": "%s"}
+                      "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s", "gateway": "%s"}]],
+                               "routes": [{"dst": "%s", "gw": "%s"}], "dataDir": "%s"}
                     },
                     {"type": "portmap", "capabilities": {"portMappings": true}}
                   ]
                 }
-                """.formatted(BRIDGE, POD_RANGE, GATEWAY, STATE.resolve("cni/ipam")));
+                """.formatted(BRIDGE, POD_RANGE, GATEWAY, ControlPlane.SERVICE_RANGE, GATEWAY, STATE.resolve("cni/ipam")));
     }
 
     private Path socket() {
@@ -251,9 +268,97 @@ public final class RealNode implements AutoCloseable {
         }
     }
 
+    /**
+     * A podman image of this machine imported into the node's store under {@code name} as well (the name a
+     * manifest gives, e.g. docker.io/library/torchjob-operator:0.1.0 for torchjob-operator:0.1.0).
+     */
+    public void importImage(String podmanImage, String name) throws IOException {
+        Path archive = STATE.resolve("import.tar");
+        Files.deleteIfExists(archive);
+        List<String> save = List.of("podman", "save", "--quiet", "--format", "docker-archive", "-o", archive.toString(), podmanImage);
+        Result saved = exec(save);
+        if (saved.exitCode != 0) {
+            throw new IllegalStateException("podman could not save " + podmanImage + ": " + saved.out);
+        }
+        Result imported = ctr("images", "import", archive.toString());
+        Files.deleteIfExists(archive);
+        if (imported.exitCode != 0) {
+            throw new IllegalStateException("ctr could not import " + podmanImage + ": " + imported.out);
+        }
+        tagImage(podmanImage, name);
+    }
+
+    /**
+     * The Deployment and ReplicaSet controllers, which the shared control plane does not run (its
+     * Deployments are inert, so the install's own Deployment never competes with the operator the tests
+     * run), until the returned handle is closed.
+     */
+    public AutoCloseable workloads() throws IOException {
+        startProcess("kube-controller-manager-workloads", List.of(cluster.bin.resolve("kube-controller-manager").toString(),
+                "--kubeconfig=" + cluster.adminKubeconfig, "--controllers=" + WORKLOAD_CONTROLLERS,
+                "--leader-elect=false", "--secure-port=0"));
+        return () -> cluster.stopProcess("kube-controller-manager-workloads");
+    }
+
     /** The node forgets this name of an image, if it has it (the store, kept between runs, keeps the content under its other names). */
     public void forgetImage(String name) {
         ctr("images", "rm", name);
+    }
+
+    /**
+     * The kubernetes Service's endpoint, which this tier's API server does not publish itself (it listens
+     * on loopback only, which a pod cannot reach): the relay on the bridge. In-cluster clients (the
+     * operator's pod) reach https://10.96.0.1 through kube-proxy, as on any cluster.
+     */
+    private void publishApiServer() {
+        cluster.kubectl().runWithInput("""
+                apiVersion: discovery.k8s.io/v1
+                kind: EndpointSlice
+                metadata:
+                  name: kubernetes
+                  namespace: default
+                  labels: {kubernetes.io/service-name: kubernetes, endpointslice.kubernetes.io/managed-by: torchjob-real-node}
+                addressType: IPv4
+                endpoints: [{addresses: ["%s"], conditions: {ready: true}}]
+                ports: [{name: https, port: %d, protocol: TCP}]
+                """.formatted(GATEWAY, API_SERVER_RELAY_PORT), "apply", "--server-side", "--force-conflicts", "-f", "-").orFail();
+    }
+
+    /**
+     * kube-proxy in iptables mode, for the Services' range only: no NodePorts beyond the bridge's address,
+     * no localhost NodePorts, and the conntrack settings left as they are.
+     */
+    private void startKubeProxy() throws IOException {
+        Path config = STATE.resolve("kube-proxy.yaml");
+        Files.writeString(config, """
+                apiVersion: kubeproxy.config.k8s.io/v1alpha1
+                kind: KubeProxyConfiguration
+                clientConnection: {kubeconfig: %s}
+                hostnameOverride: %s
+                bindAddress: %s
+                healthzBindAddress: 127.0.0.1:%d
+                metricsBindAddress: 127.0.0.1:%d
+                mode: iptables
+                clusterCIDR: %s
+                nodePortAddresses: ["%s/32"]
+                iptables: {localhostNodePorts: false, masqueradeAll: false}
+                conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+                """.formatted(cluster.adminKubeconfig, NAME, GATEWAY, kubeProxyHealthPort, ControlPlane.freePort(), POD_RANGE, GATEWAY));
+        startProcess("kube-proxy", List.of(bin.resolve("kube-proxy").toString(), "--config=" + config));
+    }
+
+    /** kube-proxy is healthy once the node it serves exists and it has written the Services' rules. */
+    private void awaitKubeProxy() {
+        await("kube-proxy", () -> {
+            try {
+                var connection = (java.net.HttpURLConnection) URI.create("http://127.0.0.1:" + kubeProxyHealthPort + "/healthz").toURL()
+                        .openConnection();
+                connection.setConnectTimeout(500);
+                return connection.getResponseCode() == 200;
+            } catch (IOException e) {
+                return false;
+            }
+        });
     }
 
     private void startCoreDns() throws IOException {
@@ -375,9 +480,13 @@ public final class RealNode implements AutoCloseable {
     /** Stops the node and puts back what it changed on the machine. */
     @Override
     public synchronized void close() {
-        for (String name : List.of("kubelet", "coredns", "kube-controller-manager-node")) {
+        for (String name : List.of("kubelet", "kube-proxy", "coredns", "kube-controller-manager-node")) {
             cluster.stopProcess(name);
         }
+        if (relay != null) {
+            relay.close();
+        }
+        cluster.kubectl().run("delete", "endpointslice", "kubernetes", "-n", "default", "--ignore-not-found");
         if (Files.exists(socket())) {
             // Every container of the node's pods, then containerd.
             for (String task : ctr("tasks", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
@@ -414,7 +523,8 @@ public final class RealNode implements AutoCloseable {
                 } catch (IOException e) {
                     continue; // gone meanwhile
                 }
-                if (commandLine.contains(STATE.toString()) || commandLine.contains(EXTRA_CONTROLLERS)) {
+                if (commandLine.contains(STATE.toString()) || commandLine.contains(EXTRA_CONTROLLERS)
+                        || commandLine.contains(WORKLOAD_CONTROLLERS)) {
                     commandQuietly("kill", "-9", process.getFileName().toString());
                 }
             }
@@ -438,24 +548,44 @@ public final class RealNode implements AutoCloseable {
             }
         }
         commandQuietly("ip", "link", "delete", BRIDGE);
-        for (String table : List.of("filter", "nat", "mangle")) {
-            for (String chain : KUBELET_CHAINS) {
-                // Jumps into the chain from the built-in chains first, then the chain.
-                for (String builtIn : List.of("INPUT", "OUTPUT", "FORWARD", "PREROUTING", "POSTROUTING")) {
-                    while (commandQuietly("iptables", "-t", table, "-D", builtIn, "-j", chain) == 0) {
-                        // one jump removed
-                    }
-                }
-                commandQuietly("iptables", "-t", table, "-F", chain);
-                commandQuietly("iptables", "-t", table, "-X", chain);
-            }
-        }
+        removeIptablesChains();
         try (var controllers = Files.list(Path.of("/sys/fs/cgroup"))) {
             for (Path controller : controllers.toList()) {
                 Path kubepods = controller.resolve("kubepods");
                 if (Files.isDirectory(kubepods)) {
                     removeCgroup(kubepods);
                 }
+            }
+        }
+    }
+
+    /**
+     * The kubelet's and kube-proxy's chains (KUBE-*) and ours, with every rule that jumps to them: the
+     * rules as iptables-save prints them, less those, restored table by table.
+     */
+    private static void removeIptablesChains() {
+        for (String table : List.of("filter", "nat", "mangle")) {
+            Result saved = exec(List.of("iptables-save", "-t", table));
+            if (saved.exitCode != 0 || saved.out == null) {
+                continue;
+            }
+            List<String> lines = saved.out.lines().toList();
+            List<String> kept = lines.stream().filter(l -> !(l.contains("KUBE-") || l.contains(GUARD_CHAIN))).toList();
+            if (kept.size() == lines.size()) {
+                continue;
+            }
+            try {
+                Process restore = new ProcessBuilder("iptables-restore", "-T", table).redirectErrorStream(true).start();
+                restore.getOutputStream().write((String.join("\n", kept) + "\n").getBytes(StandardCharsets.UTF_8));
+                restore.getOutputStream().close();
+                String out = new String(restore.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                if (restore.waitFor() != 0) {
+                    System.err.println("[real-node] iptables-restore of " + table + " failed: " + out);
+                }
+            } catch (IOException e) {
+                System.err.println("[real-node] iptables-restore of " + table + ": " + e.getMessage());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
     }

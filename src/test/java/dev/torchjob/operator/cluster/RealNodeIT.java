@@ -1,5 +1,15 @@
 package dev.torchjob.operator.cluster;
 
+import static dev.torchjob.operator.cluster.RealNodeJobs.TRAINING;
+import static dev.torchjob.operator.cluster.RealNodeJobs.awaitT9k;
+import static dev.torchjob.operator.cluster.RealNodeJobs.events;
+import static dev.torchjob.operator.cluster.RealNodeJobs.finalAccuracy;
+import static dev.torchjob.operator.cluster.RealNodeJobs.logs;
+import static dev.torchjob.operator.cluster.RealNodeJobs.markerVolume;
+import static dev.torchjob.operator.cluster.RealNodeJobs.replica;
+import static dev.torchjob.operator.cluster.RealNodeJobs.submitT9k;
+import static dev.torchjob.operator.cluster.RealNodeJobs.t9k;
+import static dev.torchjob.operator.cluster.RealNodeJobs.training;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,8 +20,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.AfterAll;
@@ -34,7 +42,6 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * written, except where a test says what it changed.
  */
 class RealNodeIT {
-    static final Duration TRAINING = Duration.ofMinutes(4);
     static OperatorInstall install;
     static KubernetesClient admin;
     static Kubectl kubectl;
@@ -94,7 +101,7 @@ class RealNodeIT {
         assertEquals("Succeeded", kubectl.run("get", "pj", "ddp-mnist", "-n", ns, "-o", "jsonpath={.status.phase}").orFail().out());
 
         List<String> logs = followed.stream().map(Kubectl.Watch::stop).toList();
-        Set<String> accuracies = logs.stream().map(RealNodeIT::finalAccuracy).collect(Collectors.toSet());
+        Set<String> accuracies = logs.stream().map(RealNodeJobs::finalAccuracy).collect(Collectors.toSet());
         assertEquals(1, accuracies.size(), "every rank ends with the same model: " + accuracies);
         for (int rank = 0; rank < ranks.size(); rank++) {
             assertTrue(logs.get(rank).contains("got 10, expected 10"), ranks.get(rank) + " took part in the all-reduce of 4 ranks");
@@ -485,77 +492,5 @@ class RealNodeIT {
         String line = kubectl.run("logs", "--timestamps", "-n", ns, pod).orFail().out().lines().filter(l -> l.contains(text))
                 .findFirst().orElseThrow(() -> new AssertionError(text + " not in the log of " + pod));
         return java.time.Instant.parse(line.substring(0, line.indexOf(' ')));
-    }
-
-    /** A replica group of one replica that trains train.py for that many epochs. */
-    static String training(String type, String policy, int epochs) {
-        return replica(type, policy, """
-                command: [python, train.py]
-                env: [{name: EPOCHS, value: "%d"}]
-                resources: {requests: {cpu: 250m}}
-                """.formatted(epochs), "");
-    }
-
-    /** A T9k replica group of one replica on the examples image: {@code container} is the rest of its container, {@code pod} of its pod spec. */
-    static String replica(String type, String policy, String container, String pod) {
-        return """
-                - type: %s
-                  replicas: 1
-                  restartPolicy: %s
-                  template:
-                    spec:
-                      containers:
-                      - name: pytorch
-                        image: torchjob-examples:0.1.0
-                %s%s""".formatted(type, policy, container.indent(8), pod.indent(6));
-    }
-
-    /** A folder on the node's disk that outlives the pods (a replica's marker that it already failed once). */
-    static String markerVolume(Path marker) {
-        return "volumes: [{name: marker, hostPath: {path: " + marker + ", type: DirectoryOrCreate}}]\n";
-    }
-
-    static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
-        String manifest = """
-                apiVersion: batch.tensorstack.dev/v1beta1
-                kind: PyTorchTrainingJob
-                metadata: {name: %s}
-                spec:
-                  runPolicy: {%s}
-                  replicaSpecs:
-                %s""".formatted(name, runPolicy, replicaSpecs.indent(2));
-        kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
-    }
-
-    static PyTorchTrainingJob t9k(String ns, String name) {
-        return admin.resources(PyTorchTrainingJob.class).inNamespace(ns).withName(name).get();
-    }
-
-    static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
-        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
-            PyTorchTrainingJob job = t9k(ns, name);
-            return job != null && job.getStatus() != null && job.getStatus().phase != null && job.getStatus().phase.isTerminal();
-        });
-        PyTorchTrainingJob job = t9k(ns, name);
-        assertEquals(phase, job.getStatus().phase, () -> "conditions " + job.getStatus().conditions + "; pods "
-                + kubectl.run("get", "pods", "-n", ns, "-o", "wide").out() + "; events " + events(ns, null));
-        return job;
-    }
-
-    static String logs(String ns, String pod) {
-        return kubectl.run("logs", "-n", ns, pod).orFail().out();
-    }
-
-    static String finalAccuracy(String log) {
-        Matcher m = Pattern.compile("final accuracy ([0-9.]+)").matcher(log);
-        assertTrue(m.find(), "a final accuracy in " + log);
-        return m.group(1);
-    }
-
-    /** The messages of the job events with this reason (all of them for null). */
-    static List<String> events(String ns, String reason) {
-        return admin.v1().events().inNamespace(ns).list().getItems().stream()
-                .filter(e -> reason == null || reason.equals(e.getReason()))
-                .map(e -> reason == null ? e.getReason() + ": " + e.getMessage() : e.getMessage()).toList();
     }
 }

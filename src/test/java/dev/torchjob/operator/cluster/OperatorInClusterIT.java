@@ -1,0 +1,124 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * The operator as shipped, in the cluster: its JVM image (native/Containerfile.jvm, or the native
+ * image under -Dnative) imported into the real node's runtime under the Deployment's image name, and
+ * installed with the README's `kubectl apply --server-side -k kubernetes/`. The kubelet runs the pods as
+ * the Deployment says (user 1001, read-only root, no capabilities, the projected ServiceAccount token),
+ * probes them Ready, and the one that leads runs a job on the same node to Succeeded, reaching the API
+ * server as every in-cluster client does (https://10.96.0.1 through kube-proxy).
+ */
+class OperatorInClusterIT {
+    static final String NAMESPACE = OperatorInstall.OPERATOR_NAMESPACE;
+    /** The Deployment's image, as containerd names it. */
+    static final String SHIPPED_IMAGE = "docker.io/library/torchjob-operator:0.1.0";
+    static OperatorInstall install;
+    static KubernetesClient admin;
+    static Kubectl kubectl;
+    static RealNode node;
+    static AutoCloseable exclusive;
+    static AutoCloseable workloads;
+
+    @BeforeAll
+    static void operatorImageOnTheNode() throws Exception {
+        install = OperatorInstall.get();
+        admin = install.cluster.admin();
+        kubectl = install.cluster.kubectl();
+        // The Deployment's pods are the operator here: the process the other tests share must not compete.
+        install.stopSharedOperator();
+        node = RealNode.get();
+        exclusive = node.exclusive();
+        OperatorContainer.build();
+        node.importImage(OperatorContainer.IMAGE, SHIPPED_IMAGE);
+        workloads = node.workloads();
+    }
+
+    @AfterAll
+    static void back() throws Exception {
+        try {
+            if (kubectl != null) {
+                // Its pods go (their Lease handed back), then the install as the other tests found it.
+                kubectl.run("scale", "deployment/torchjob-operator", "-n", NAMESPACE, "--replicas=0");
+                await().atMost(Duration.ofMinutes(1)).until(() -> operatorPods().isEmpty());
+            }
+        } finally {
+            if (workloads != null) {
+                workloads.close();
+            }
+            if (kubectl != null) {
+                kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/kubeflow/").orFail();
+            }
+            if (exclusive != null) {
+                exclusive.close();
+            }
+        }
+    }
+
+    @Test
+    void theReadmesInstallRunsTheOperatorAsHardenedPodsThatLeadAndTrainAJob() {
+        Instant applied = Instant.now();
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
+        kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        List<Pod> pods = operatorPods();
+        assertEquals(2, pods.size(), "the Deployment's two replicas");
+        for (Pod pod : pods) {
+            assertEquals(RealNode.NAME, pod.getSpec().getNodeName());
+            assertTrue(pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())),
+                    "Ready through its probes: " + pod.getMetadata().getName());
+            String name = pod.getMetadata().getName();
+            // Enforced by the runtime: the user, the read-only root, no capability, the token the kubelet projected.
+            assertEquals("1001 1001", exec(name, "sh", "-c", "echo $(id -u) $(id -g)").strip());
+            String write = kubectl.run("exec", "-n", NAMESPACE, name, "--", "sh", "-c", "touch /opt/x 2>&1; echo exit $?").out();
+            assertTrue(write.contains("Read-only file system") && write.contains("exit 1"), write);
+            assertTrue(exec(name, "grep", "CapEff", "/proc/1/status").contains("0000000000000000"), "no capabilities");
+            assertTrue(exec(name, "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token").startsWith("ey"), "the projected token");
+        }
+        await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null
+                && pods.stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
+        System.out.printf("in-cluster operator: apply -> both pods Ready %d ms; leader %s%n",
+                Duration.between(applied, Instant.now()).toMillis(), holder());
+
+        String ns = install.namespace("in-cluster");
+        RealNodeJobs.submitT9k(ns, "trained", "backoffLimit: 1",
+                RealNodeJobs.training("master", "OnFailure", 3) + RealNodeJobs.training("worker", "OnFailure", 3));
+        PyTorchTrainingJob done = RealNodeJobs.awaitT9k(ns, "trained", JobPhase.Succeeded);
+        assertEquals(0, done.getStatus().backoffCount);
+
+        String logs = kubectl.run("logs", "deploy/torchjob-operator", "-n", NAMESPACE).orFail().out();
+        assertTrue(logs.contains("torchjob-operator") && logs.contains("started in"), logs);
+    }
+
+    static List<Pod> operatorPods() {
+        return admin.pods().inNamespace(NAMESPACE).withLabel("app.kubernetes.io/name", "torchjob-operator").list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
+    }
+
+    static String holder() {
+        Lease lease = admin.leases().inNamespace(NAMESPACE).withName("torchjob-operator-leader").get();
+        return lease == null || lease.getSpec() == null ? null : lease.getSpec().getHolderIdentity();
+    }
+
+    static String exec(String pod, String... command) {
+        List<String> args = new java.util.ArrayList<>(List.of("exec", "-n", NAMESPACE, pod, "--"));
+        args.addAll(List.of(command));
+        return kubectl.run(args.toArray(String[]::new)).orFail().out();
+    }
+}

@@ -1,0 +1,106 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * Jobs on the real node, as the tests that run them write and read them: T9k replica groups on the
+ * examples image, submitted with kubectl, awaited to their outcome, their logs and events read.
+ */
+final class RealNodeJobs {
+    static final Duration TRAINING = Duration.ofMinutes(4);
+
+    private RealNodeJobs() {
+    }
+
+    private static Kubectl kubectl() {
+        return OperatorInstall.get().cluster.kubectl();
+    }
+
+    private static KubernetesClient admin() {
+        return OperatorInstall.get().cluster.admin();
+    }
+
+    /** A replica group of one replica that trains train.py for that many epochs. */
+    static String training(String type, String policy, int epochs) {
+        return replica(type, policy, """
+                command: [python, train.py]
+                env: [{name: EPOCHS, value: "%d"}]
+                resources: {requests: {cpu: 250m}}
+                """.formatted(epochs), "");
+    }
+
+    /** A T9k replica group of one replica on the examples image: {@code container} is the rest of its container, {@code pod} of its pod spec. */
+    static String replica(String type, String policy, String container, String pod) {
+        return """
+                - type: %s
+                  replicas: 1
+                  restartPolicy: %s
+                  template:
+                    spec:
+                      containers:
+                      - name: pytorch
+                        image: torchjob-examples:0.1.0
+                %s%s""".formatted(type, policy, container.indent(8), pod.indent(6));
+    }
+
+    /** A folder on the node's disk that outlives the pods (a replica's marker that it already failed once). */
+    static String markerVolume(Path marker) {
+        return "volumes: [{name: marker, hostPath: {path: " + marker + ", type: DirectoryOrCreate}}]\n";
+    }
+
+    static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
+        String manifest = """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s}
+                spec:
+                  runPolicy: {%s}
+                  replicaSpecs:
+                %s""".formatted(name, runPolicy, replicaSpecs.indent(2));
+        kubectl().runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+    }
+
+    static PyTorchTrainingJob t9k(String ns, String name) {
+        return admin().resources(PyTorchTrainingJob.class).inNamespace(ns).withName(name).get();
+    }
+
+    static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
+        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
+            PyTorchTrainingJob job = t9k(ns, name);
+            return job != null && job.getStatus() != null && job.getStatus().phase != null && job.getStatus().phase.isTerminal();
+        });
+        PyTorchTrainingJob job = t9k(ns, name);
+        assertEquals(phase, job.getStatus().phase, () -> "conditions " + job.getStatus().conditions + "; pods "
+                + kubectl().run("get", "pods", "-n", ns, "-o", "wide").out() + "; events " + events(ns, null));
+        return job;
+    }
+
+    static String logs(String ns, String pod) {
+        return kubectl().run("logs", "-n", ns, pod).orFail().out();
+    }
+
+    static String finalAccuracy(String log) {
+        Matcher m = Pattern.compile("final accuracy ([0-9.]+)").matcher(log);
+        assertTrue(m.find(), "a final accuracy in " + log);
+        return m.group(1);
+    }
+
+    /** The messages of the job events with this reason (all of them for null). */
+    static List<String> events(String ns, String reason) {
+        return admin().v1().events().inNamespace(ns).list().getItems().stream()
+                .filter(e -> reason == null || reason.equals(e.getReason()))
+                .map(e -> reason == null ? e.getReason() + ": " + e.getMessage() : e.getMessage()).toList();
+    }
+}
