@@ -10,7 +10,10 @@ import java.util.List;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -26,6 +29,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * probes them Ready, and the one that leads runs a job on the same node to Succeeded, reaching the API
  * server as every in-cluster client does (https://10.96.0.1 through kube-proxy).
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class OperatorInClusterIT {
     static final String NAMESPACE = OperatorInstall.OPERATOR_NAMESPACE;
     /** The Deployment's image, as containerd names it. */
@@ -73,6 +77,7 @@ class OperatorInClusterIT {
     }
 
     @Test
+    @Order(1)
     void theReadmesInstallRunsTheOperatorAsHardenedPodsThatLeadAndTrainAJob() {
         Instant applied = Instant.now();
         kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
@@ -95,6 +100,9 @@ class OperatorInClusterIT {
                 && pods.stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
         System.out.printf("in-cluster operator: apply -> both pods Ready %d ms; leader %s%n",
                 Duration.between(applied, Instant.now()).toMillis(), holder());
+        for (Pod pod : pods) {
+            System.out.printf("in-cluster operator %s: at ready RSS %d MiB%n", pod.getMetadata().getName(), rssMiB(pod.getMetadata().getName()));
+        }
 
         String ns = install.namespace("in-cluster");
         RealNodeJobs.submitT9k(ns, "trained", "backoffLimit: 1",
@@ -104,6 +112,82 @@ class OperatorInClusterIT {
 
         String logs = kubectl.run("logs", "deploy/torchjob-operator", "-n", NAMESPACE).orFail().out();
         assertTrue(logs.contains("torchjob-operator") && logs.contains("started in"), logs);
+        for (Pod pod : operatorPods()) {
+            System.out.printf("in-cluster operator %s: container start -> Ready %s; after a job RSS %s MiB%n", pod.getMetadata().getName(),
+                    startToReady(pod), rssMiB(pod.getMetadata().getName()));
+        }
+    }
+
+    /**
+     * `kubectl rollout restart` while jobs run and fail: the Lease moves to a pod of the new ReplicaSet;
+     * each job whose worker exits 137 during the handover (ExitCode: recreated) counts that restart once
+     * and says it once; a job training through the whole upgrade is not touched (same pods, nothing
+     * counted); all succeed.
+     */
+    @Test
+    @Order(2)
+    void aRollingRestartMovesTheLeaseAndCountsEveryRestartOnceWithoutTouchingTheJobs() {
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
+        kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null);
+        String leaderBefore = holder();
+        String ns = install.namespace("rollout");
+        RealNodeJobs.submitT9k(ns, "through", "backoffLimit: 1",
+                RealNodeJobs.training("master", "OnFailure", 12) + RealNodeJobs.training("worker", "OnFailure", 12));
+        await().atMost(Duration.ofMinutes(2)).until(() -> RealNodeJobs.t9k(ns, "through").getStatus() != null
+                && RealNodeJobs.t9k(ns, "through").getStatus().phase == JobPhase.Running);
+        List<String> podsBefore = admin.pods().inNamespace(ns).list().getItems().stream().map(p -> p.getMetadata().getUid()).sorted().toList();
+
+        kubectl.run("rollout", "restart", "deployment/torchjob-operator", "-n", NAMESPACE).orFail();
+        for (String job : List.of("fails-a", "fails-b")) {
+            java.nio.file.Path marker = RealNode.STATE.resolve("markers").resolve(ns + "-" + job);
+            RealNodeJobs.submitT9k(ns, job, "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
+                    + RealNodeJobs.replica("worker", "ExitCode", """
+                            command: [python, /workspace/train.py]
+                            workingDir: /marker
+                            env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "137"}, {name: FAIL_RANKS, value: "1"}]
+                            resources: {requests: {cpu: 250m}}
+                            volumeMounts: [{name: marker, mountPath: /marker}]
+                            """, RealNodeJobs.markerVolume(marker)));
+        }
+        kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null && !holder().equals(leaderBefore)
+                && operatorPods().stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
+
+        for (String job : List.of("fails-a", "fails-b")) {
+            PyTorchTrainingJob done = RealNodeJobs.awaitT9k(ns, job, JobPhase.Succeeded);
+            assertEquals(1, done.getStatus().backoffCount, job + ": its worker's exit 137, counted once across the handover");
+        }
+        List<String> restarted = RealNodeJobs.events(ns, "ReplicaRestarted");
+        assertEquals(2, restarted.size(), "said once per job: " + restarted);
+        PyTorchTrainingJob through = RealNodeJobs.awaitT9k(ns, "through", JobPhase.Succeeded);
+        assertEquals(0, through.getStatus().backoffCount, "the upgrade restarted nothing");
+        List<String> throughPods = admin.pods().inNamespace(ns).list().getItems().stream()
+                .filter(p -> p.getMetadata().getName().startsWith("through-")).map(p -> p.getMetadata().getUid()).sorted().toList();
+        assertEquals(podsBefore, throughPods, "the same pods from start to end");
+        System.out.printf("in-cluster rollout restart: Lease %s -> %s%n", leaderBefore, holder());
+    }
+
+    /** From the training container's start to the pod's Ready condition, as the kubelet reports them (seconds). */
+    static Duration startToReady(Pod pod) {
+        String started = pod.getStatus().getContainerStatuses().get(0).getState().getRunning().getStartedAt();
+        String ready = pod.getStatus().getConditions().stream().filter(c -> "Ready".equals(c.getType())).findFirst().orElseThrow()
+                .getLastTransitionTime();
+        return Duration.between(Instant.parse(started), Instant.parse(ready));
+    }
+
+    /** The operator container's resident memory, from the kubelet's summary API. */
+    static long rssMiB(String pod) {
+        String summary = kubectl.run("get", "--raw", "/api/v1/nodes/" + RealNode.NAME + "/proxy/stats/summary").orFail().out();
+        var json = admin.getKubernetesSerialization().unmarshal(summary, java.util.Map.class);
+        for (Object p : (List<?>) json.get("pods")) {
+            var podStats = (java.util.Map<?, ?>) p;
+            if (pod.equals(((java.util.Map<?, ?>) podStats.get("podRef")).get("name"))) {
+                var container = (java.util.Map<?, ?>) ((List<?>) podStats.get("containers")).get(0);
+                return ((Number) ((java.util.Map<?, ?>) container.get("memory")).get("rssBytes")).longValue() >> 20;
+            }
+        }
+        return -1;
     }
 
     static List<Pod> operatorPods() {

@@ -72,7 +72,8 @@ class ContainerImageTest {
         String entrypoint = directive(containerfile, "ENTRYPOINT");
         assertTrue(entrypoint.contains("/opt/torchjob-operator/"), entrypoint);
         assertTrue(DIRECTIVE.matcher(containerfile).results().filter(r -> r.group(1).equals("COPY"))
-                .allMatch(r -> r.group(2).contains(" /opt/torchjob-operator/")), "everything the image adds is under /opt/torchjob-operator");
+                .allMatch(r -> r.group(2).contains(" /opt/torchjob-operator/") || r.group(2).equals("--from=java-runtime /opt/java /opt/java")),
+                "everything the image adds is under /opt/torchjob-operator (and the JVM image's linked Java runtime under /opt/java)");
     }
 
     /** Both images keep the same heap ceiling under the Deployment's memory limit, and the same young generation. */
