@@ -125,21 +125,30 @@ public final class ControlPlane {
 
     /** Runs the provisioning script (warm: a version check) and returns the folder with the binaries. */
     private static Path provision() {
-        Path script = Path.of("tools", "control-plane", "provision.sh").toAbsolutePath();
+        List<String> printed = provisioned("provision.sh");
+        return Path.of(printed.get(printed.size() - 1));
+    }
+
+    /**
+     * Runs a provisioning script of tools/control-plane (cold: it builds and caches; warm: a check) and
+     * returns what it printed, line by line; its messages go to the test's output.
+     */
+    static List<String> provisioned(String script, String... args) {
+        List<String> command = new java.util.ArrayList<>(List.of("bash", Path.of("tools", "control-plane", script).toAbsolutePath().toString()));
+        command.addAll(List.of(args));
         try {
-            Process p = new ProcessBuilder("bash", script.toString())
-                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (p.waitFor() != 0 || out.isEmpty()) {
-                throw new AssertionError("the test control plane could not be provisioned: " + script
-                        + " exited with " + p.exitValue() + " (its messages are above; docs/testing.md says what it needs)");
+            Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
+            if (p.waitFor() != 0 || lines.isEmpty()) {
+                throw new AssertionError("tools/control-plane/" + script + " exited with " + p.exitValue()
+                        + " (its messages are above; docs/testing.md says what it needs)");
             }
-            return Path.of(out.lines().reduce((a, b) -> b).orElseThrow());
+            return lines;
         } catch (IOException e) {
-            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
+            throw new AssertionError("could not run tools/control-plane/" + script + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new AssertionError("interrupted while provisioning the control plane", e);
+            throw new AssertionError("interrupted while running tools/control-plane/" + script, e);
         }
     }
 

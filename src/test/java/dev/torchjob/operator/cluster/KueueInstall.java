@@ -77,20 +77,11 @@ public final class KueueInstall implements AutoCloseable {
     }
 
     private static List<String> provision() {
-        Path script = Path.of("tools", "control-plane", "kueue.sh").toAbsolutePath();
-        try {
-            Process p = new ProcessBuilder("bash", script.toString()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
-            if (p.waitFor() != 0 || lines.size() < 2) {
-                throw new AssertionError(script + " exited with " + p.exitValue() + " (its messages are above)");
-            }
-            return lines.subList(lines.size() - 2, lines.size());
-        } catch (IOException e) {
-            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
+        List<String> lines = ControlPlane.provisioned("kueue.sh");
+        if (lines.size() < 2) {
+            throw new AssertionError("tools/control-plane/kueue.sh printed " + lines + ", not the manager and its module");
         }
+        return lines.subList(lines.size() - 2, lines.size());
     }
 
     private void install(Path module) throws IOException {

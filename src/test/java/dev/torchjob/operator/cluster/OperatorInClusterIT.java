@@ -168,6 +168,101 @@ class OperatorInClusterIT {
         System.out.printf("in-cluster rollout restart: Lease %s -> %s%n", leaderBefore, holder());
     }
 
+    /**
+     * A real Prometheus (3.x, built from its module with Kubernetes service discovery, which Debian's
+     * lacks), outside the cluster, discovers the operator's pods through the API server with
+     * the scrape configuration docs/metrics.md gives users without the Prometheus Operator (plus where the
+     * API server is and the credentials, which a Prometheus in the cluster has from its ServiceAccount), after
+     * `kubectl apply -f kubernetes/monitoring/service.yaml`; it scrapes both replicas at their pod addresses on
+     * the node's bridge and nothing else, and every shipped alert and dashboard query has data once jobs
+     * have restarted, succeeded, failed, been deleted and waited.
+     */
+    @Test
+    @Order(3)
+    void prometheusFindsTheOperatorsPodsAsTheDocsSayAndEveryShippedQueryHasData() throws Exception {
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
+        kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        kubectl.run("apply", "-f", "kubernetes/monitoring/service.yaml").orFail();
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("prometheus-sd-");
+        java.nio.file.Path ca = java.nio.file.Files.write(dir.resolve("ca.crt"), install.cluster.certificateAuthority());
+        // Prometheus's own ServiceAccount, with only what the docs say it needs.
+        kubectl.runWithInput("""
+                apiVersion: v1
+                kind: ServiceAccount
+                metadata: {name: prometheus, namespace: %1$s}
+                ---
+                apiVersion: rbac.authorization.k8s.io/v1
+                kind: Role
+                metadata: {name: prometheus, namespace: %1$s}
+                rules:
+                - {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+                - {apiGroups: [""], resources: [services, pods], verbs: [list, watch]}
+                ---
+                apiVersion: rbac.authorization.k8s.io/v1
+                kind: RoleBinding
+                metadata: {name: prometheus, namespace: %1$s}
+                roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: prometheus}
+                subjects: [{kind: ServiceAccount, name: prometheus, namespace: %1$s}]
+                """.formatted(NAMESPACE), "apply", "-f", "-").orFail();
+        java.nio.file.Path token = java.nio.file.Files.writeString(dir.resolve("token"), OperatorInstall.token(install.cluster, "prometheus"));
+        String documented = documentedScrapeConfig().replace("      - role: endpointslice\n", """
+                      - role: endpointslice
+                        api_server: %s
+                        authorization: {credentials_file: %s}
+                        tls_config: {ca_file: %s}
+                """.formatted(admin.getConfiguration().getMasterUrl(), token, ca));
+        List<String> built = ControlPlane.provisioned("prometheus.sh");
+        java.nio.file.Path withKubernetesDiscovery = java.nio.file.Path.of(built.get(built.size() - 1));
+        try (var prometheus = dev.torchjob.operator.testing.PrometheusServer.start(withKubernetesDiscovery, documented)) {
+            await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+                    .until(() -> prometheus.value("count(up{job=\"torchjob-operator\"} == 1)") == 2.0);
+            var targets = admin.getKubernetesSerialization().unmarshal(prometheus.get("/api/v1/targets").body(), java.util.Map.class);
+            List<?> active = (List<?>) ((java.util.Map<?, ?>) targets.get("data")).get("activeTargets");
+            for (Object target : active) {
+                String url = (String) ((java.util.Map<?, ?>) target).get("scrapeUrl");
+                assertTrue(url.startsWith("http://10.250.0.") && url.endsWith(":8080/q/metrics"), "only the node's pods: " + url);
+            }
+            assertEquals(2, active.size());
+
+            String ns = install.namespace("observed");
+            java.nio.file.Path marker = RealNode.STATE.resolve("markers").resolve(ns);
+            RealNodeJobs.submitT9k(ns, "restarted", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
+                    + RealNodeJobs.replica("worker", "ExitCode", """
+                            command: [python, /workspace/train.py]
+                            workingDir: /marker
+                            env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "137"}, {name: FAIL_RANKS, value: "1"}]
+                            resources: {requests: {cpu: 250m}}
+                            volumeMounts: [{name: marker, mountPath: /marker}]
+                            """, RealNodeJobs.markerVolume(marker)));
+            RealNodeJobs.submitT9k(ns, "failed", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
+                    + RealNodeJobs.replica("worker", "ExitCode", """
+                            command: [python, train.py]
+                            env: [{name: FAIL_ONCE_EXIT_CODE, value: "1"}, {name: FAIL_RANKS, value: "1"}]
+                            resources: {requests: {cpu: 250m}}
+                            """, ""));
+            RealNodeJobs.submitT9k(ns, "waiting", "backoffLimit: 2", RealNodeJobs.replica("worker", "ExitCode",
+                    "command: [python, train.py]\n", "nodeSelector: {test.torchjob.dev/pool: none}\n"));
+            RealNodeJobs.awaitT9k(ns, "restarted", JobPhase.Succeeded);
+            RealNodeJobs.awaitT9k(ns, "failed", JobPhase.Failed);
+            admin.resources(PyTorchTrainingJob.class).inNamespace(ns).withName("restarted").delete();
+            await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).until(() -> prometheus.value(
+                    "sum(training_operator_jobs_deleted_total{job_namespace=\"" + ns + "\"})") == 1.0);
+            assertEquals(1.0, prometheus.value("sum(training_operator_jobs_restarted_total{job_namespace=\"" + ns + "\"})"));
+            assertEquals(List.of(), prometheus.shippedQueriesWithoutData(dev.torchjob.operator.metrics.MonitoringRulesTest.shippedQueries()),
+                    "queries without data");
+            prometheus.rules().forEach(rule -> assertEquals("ok", rule.get("health").asText(), rule.toString()));
+        }
+    }
+
+    /** The scrape configuration docs/metrics.md gives, as the list under its scrape_configs. */
+    static String documentedScrapeConfig() throws java.io.IOException {
+        String doc = java.nio.file.Files.readString(java.nio.file.Path.of("docs/metrics.md"));
+        int start = doc.indexOf("```yaml\nscrape_configs:\n");
+        assertTrue(start >= 0, "docs/metrics.md gives a scrape configuration");
+        String block = doc.substring(start + "```yaml\nscrape_configs:\n".length(), doc.indexOf("```", start + 7));
+        return block.stripIndent();
+    }
+
     /** From the training container's start to the pod's Ready condition, as the kubelet reports them (seconds). */
     static Duration startToReady(Pod pod) {
         String started = pod.getStatus().getContainerStatuses().get(0).getState().getRunning().getStartedAt();

@@ -1,7 +1,5 @@
 package dev.torchjob.operator.cluster;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
 /**
@@ -30,19 +28,7 @@ final class PrometheusOperatorCrds {
     }
 
     private static String provision() {
-        Path script = Path.of("tools", "control-plane", "prometheus-operator-crds.sh").toAbsolutePath();
-        try {
-            Process p = new ProcessBuilder("bash", script.toString()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            if (p.waitFor() != 0 || out.isEmpty()) {
-                throw new AssertionError(script + " exited with " + p.exitValue() + " (its messages are above)");
-            }
-            return out.lines().reduce((a, b) -> b).orElseThrow();
-        } catch (IOException e) {
-            throw new AssertionError("could not run " + script + ": " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+        java.util.List<String> lines = ControlPlane.provisioned("prometheus-operator-crds.sh");
+        return lines.get(lines.size() - 1);
     }
 }

@@ -93,10 +93,9 @@ public final class RealNode implements AutoCloseable {
                 }
                 throw new org.opentest4j.TestAbortedException("no real node here: " + missing);
             }
-            List<String> provisioned = run(null, "bash", Path.of("tools", "control-plane", "node.sh").toAbsolutePath().toString());
+            List<String> provisioned = ControlPlane.provisioned("node.sh");
             Path bin = Path.of(provisioned.get(provisioned.size() - 1));
-            List<Path> images = run(null, "bash", Path.of("tools", "control-plane", "node-images.sh").toAbsolutePath().toString(),
-                    bin.toString()).stream().map(Path::of).toList();
+            List<Path> images = ControlPlane.provisioned("node-images.sh", bin.toString()).stream().map(Path::of).toList();
             Path containerdRoot = bin.getParent().resolve("containerd-root");
             RealNode node = new RealNode(cluster, bin, containerdRoot, images);
             Runtime.getRuntime().addShutdownHook(new Thread(node::close, "real-node-stop"));
@@ -678,23 +677,6 @@ public final class RealNode implements AutoCloseable {
     }
 
     /** Runs a provisioning script; its messages go to the test's output, its last lines are returned. */
-    private static List<String> run(Path dir, String... command) {
-        try {
-            ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
-            Process p = builder.start();
-            List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
-            if (p.waitFor() != 0 || lines.isEmpty()) {
-                throw new AssertionError(String.join(" ", command) + " exited with " + p.exitValue() + " (its messages are above)");
-            }
-            return lines;
-        } catch (IOException e) {
-            throw new AssertionError("could not run " + String.join(" ", command) + ": " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
-    }
-
     private interface Check {
         boolean done() throws Exception;
     }

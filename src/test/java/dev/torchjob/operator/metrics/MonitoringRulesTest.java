@@ -19,7 +19,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.torchjob.operator.testing.ExternalTools;
 
 /** The shipped alert rules and dashboard, checked with Prometheus's own promtool. */
-class MonitoringRulesTest {
+public class MonitoringRulesTest {
     static final Path MONITORING = Path.of("kubernetes/monitoring");
     static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
@@ -95,7 +95,7 @@ class MonitoringRulesTest {
     }
 
     /** Every PromQL query the dashboard and the alert rules run, by where it comes from. */
-    static Map<String, String> shippedQueries() throws IOException {
+    public static Map<String, String> shippedQueries() throws IOException {
         Map<String, String> queries = new java.util.LinkedHashMap<>();
         JsonNode dashboard = new ObjectMapper().readTree(MONITORING.resolve("grafana-dashboard.json").toFile());
         for (JsonNode panel : dashboard.get("panels")) {

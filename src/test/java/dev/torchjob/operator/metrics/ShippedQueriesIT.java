@@ -44,7 +44,7 @@ class ShippedQueriesIT {
                 .forEach(line -> scraped.add(line.split("[{ ]", 2)[0]));
         Map<String, String> missing = new TreeMap<>();
         for (Map.Entry<String, String> query : MonitoringRulesTest.shippedQueries().entrySet()) {
-            Matcher names = PrometheusScrapeTest.METRIC.matcher(query.getValue());
+            Matcher names = dev.torchjob.operator.testing.PrometheusServer.METRIC.matcher(query.getValue());
             while (names.find()) {
                 String name = names.group(1);
                 // `up` is Prometheus's own; a histogram is named by its series.
