@@ -19,7 +19,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.AfterAll;
@@ -112,18 +115,28 @@ class RealNodeIT {
     }
 
     /**
-     * The README's Kubeflow commands on a real node: `kubectl create -f` of the seed manifest
-     * 02-mnist-gloo-demo.yaml (a Master and three Workers) with the examples image in place of the seed's
-     * (which no registry here serves) and its command (`python train.py`: the image has no entrypoint),
-     * then `kubectl get pods -l job-name=...` as the guides do.
+     * The README's Kubeflow commands on a real node: `kubectl create -f` of the seed manifests, then
+     * `kubectl get pods -l job-name=...` as the guides do. Each with the examples image in place of the
+     * seed's (which no registry here serves) and its command (`python train.py`, or `torchrun train.py`
+     * for the elastic seed, whose rendezvous Kubeflow's PET_* settings give torchrun); 01 asks for a GPU
+     * per replica, which becomes a CPU limit here. Not run: 03 (a PersistentVolumeClaim the seed expects
+     * to exist) and 04 (GPUs).
      */
-    @Test
-    void theReadmesKubeflowSeedJobTrainsOnTheRealNode() throws IOException {
-        String ns = install.namespace("kubeflow-seed");
-        String name = "pytorch-dist-mnist-gloo-demo";
-        String manifest = Files.readString(Path.of("kubernetes/examples/kubeflow/02-mnist-gloo-demo.yaml"))
-                .replace("image: kubeflow/pytorch-dist-mnist-test:1.0", "image: torchjob-examples:0.1.0\n              command: [python, train.py]");
-        assertTrue(manifest.contains("command: [python, train.py]"), "the seed's image line is as this test expects");
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"01-mnist-gloo", "02-mnist-gloo-demo", "05-elastic"})
+    void theKubeflowSeedsTrainOnTheRealNode(String seed) throws IOException {
+        String ns = install.namespace("kubeflow-seed-" + seed.substring(0, 2));
+        String manifest = Files.readString(Path.of("kubernetes/examples/kubeflow/" + seed + ".yaml"))
+                .replaceAll("image: (kubeflow/pytorch-dist-mnist-test:1.0|k8scc01covidacr.azurecr.io/\\S+)",
+                        "image: torchjob-examples:0.1.0\n              command: [python, train.py]")
+                .replace("nvidia.com/gpu: 1", "cpu: \"1\"")
+                .replace("image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727", "image: torchjob-examples:0.1.0")
+                .replace("command: [\"torchrun\", \"/opt/pytorch-mnist/mnist.py\", \"--epochs=1\"]", "command: [torchrun, train.py]");
+        assertTrue(manifest.contains("image: torchjob-examples:0.1.0") && !manifest.contains("nvidia.com/gpu")
+                && !manifest.contains("mnist.py"), "the seed's lines are as this test expects:\n" + manifest);
+        Matcher named = Pattern.compile("\n  name: \"?([a-z0-9-]+)\"?\n").matcher(manifest);
+        assertTrue(named.find(), manifest);
+        String name = named.group(1);
         kubectl.runWithInput(manifest, "create", "-n", ns, "-f", "-").orFail();
         await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
             PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName(name).get();
@@ -131,11 +144,19 @@ class RealNodeIT {
                     .anyMatch(c -> ("Succeeded".equals(c.type) || "Failed".equals(c.type)) && "True".equals(c.status));
         });
         PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName(name).get();
-        assertTrue(job.getStatus().conditions.stream().anyMatch(c -> "Succeeded".equals(c.type) && "True".equals(c.status)),
-                () -> "Succeeded: " + job.getStatus().conditions + "\n" + logs(ns, name + "-master-0"));
         String pods = kubectl.run("get", "pods", "-n", ns, "-l", "job-name=" + name, "-o", "name").orFail().out();
-        assertEquals(4, pods.lines().count(), pods);
-        Set<String> accuracies = pods.lines().map(pod -> finalAccuracy(logs(ns, pod.replace("pod/", "")))).collect(Collectors.toSet());
+        assertTrue(job.getStatus().conditions.stream().anyMatch(c -> "Succeeded".equals(c.type) && "True".equals(c.status)),
+                () -> "Succeeded: " + job.getStatus().conditions + "\n" + pods.lines().map(pod -> logs(ns, pod.replace("pod/", "")))
+                        .collect(Collectors.joining("\n")));
+        int world = (int) pods.lines().count();
+        assertEquals(Map.of("01-mnist-gloo", 2, "02-mnist-gloo-demo", 4, "05-elastic", 2).get(seed), world, pods);
+        String allReduced = "of %d got %d, expected %d".formatted(world, world * (world + 1) / 2, world * (world + 1) / 2);
+        Set<String> accuracies = new java.util.HashSet<>();
+        for (String pod : pods.lines().map(p -> p.replace("pod/", "")).toList()) {
+            String log = logs(ns, pod);
+            assertTrue(log.contains(allReduced), pod + " took part: " + allReduced + "\n" + log);
+            accuracies.add(finalAccuracy(log));
+        }
         assertEquals(1, accuracies.size(), "every rank ends with the same model: " + accuracies);
     }
 
