@@ -140,15 +140,8 @@ class OperatorInClusterIT {
 
         kubectl.run("rollout", "restart", "deployment/torchjob-operator", "-n", NAMESPACE).orFail();
         for (String job : List.of("fails-a", "fails-b")) {
-            java.nio.file.Path marker = RealNode.STATE.resolve("markers").resolve(ns + "-" + job);
             RealNodeJobs.submitT9k(ns, job, "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
-                    + RealNodeJobs.replica("worker", "ExitCode", """
-                            command: [python, /workspace/train.py]
-                            workingDir: /marker
-                            env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "137"}, {name: FAIL_RANKS, value: "1"}]
-                            resources: {requests: {cpu: 250m}}
-                            volumeMounts: [{name: marker, mountPath: /marker}]
-                            """, RealNodeJobs.markerVolume(marker)));
+                    + RealNodeJobs.workerFailingOnce(137, RealNode.STATE.resolve("markers").resolve(ns + "-" + job)));
         }
         kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
         await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null && !holder().equals(leaderBefore)
@@ -225,21 +218,10 @@ class OperatorInClusterIT {
             assertEquals(2, active.size());
 
             String ns = install.namespace("observed");
-            java.nio.file.Path marker = RealNode.STATE.resolve("markers").resolve(ns);
             RealNodeJobs.submitT9k(ns, "restarted", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
-                    + RealNodeJobs.replica("worker", "ExitCode", """
-                            command: [python, /workspace/train.py]
-                            workingDir: /marker
-                            env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "137"}, {name: FAIL_RANKS, value: "1"}]
-                            resources: {requests: {cpu: 250m}}
-                            volumeMounts: [{name: marker, mountPath: /marker}]
-                            """, RealNodeJobs.markerVolume(marker)));
+                    + RealNodeJobs.workerFailingOnce(137, RealNode.STATE.resolve("markers").resolve(ns)));
             RealNodeJobs.submitT9k(ns, "failed", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
-                    + RealNodeJobs.replica("worker", "ExitCode", """
-                            command: [python, train.py]
-                            env: [{name: FAIL_ONCE_EXIT_CODE, value: "1"}, {name: FAIL_RANKS, value: "1"}]
-                            resources: {requests: {cpu: 250m}}
-                            """, ""));
+                    + RealNodeJobs.workerExiting(1));
             RealNodeJobs.submitT9k(ns, "waiting", "backoffLimit: 2", RealNodeJobs.replica("worker", "ExitCode",
                     "command: [python, train.py]\n", "nodeSelector: {test.torchjob.dev/pool: none}\n"));
             RealNodeJobs.awaitT9k(ns, "restarted", JobPhase.Succeeded);

@@ -217,11 +217,7 @@ class RealNodeIT {
     @Test
     void aReplicaExitingWithOneFailsTheJob() {
         String ns = install.namespace("exit1");
-        String worker = replica("worker", "ExitCode", """
-                command: [python, train.py]
-                env: [{name: FAIL_ONCE_EXIT_CODE, value: "1"}, {name: FAIL_RANKS, value: "1"}]
-                resources: {requests: {cpu: 250m}}
-                """, "");
+        String worker = RealNodeJobs.workerExiting(1);
         submitT9k(ns, "exit1", "backoffLimit: 2", training("master", "ExitCode", 3) + worker);
         PyTorchTrainingJob failed = awaitT9k(ns, "exit1", JobPhase.Failed);
         assertEquals(0, failed.getStatus().backoffCount);
@@ -475,13 +471,7 @@ class RealNodeIT {
         for (int round = 0; round < rounds; round++) {
             String ns = install.namespace("timing");
             Path marker = RealNode.STATE.resolve("markers").resolve(ns);
-            String worker = replica("worker", "ExitCode", """
-                    command: [python, /workspace/train.py]
-                    workingDir: /marker
-                    env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "137"}, {name: FAIL_RANKS, value: "1"}]
-                    resources: {requests: {cpu: 250m}}
-                    volumeMounts: [{name: marker, mountPath: /marker}]
-                    """, markerVolume(marker));
+            String worker = RealNodeJobs.workerFailingOnce(137, marker);
             java.time.Instant submitted = java.time.Instant.now();
             submitT9k(ns, "t", "backoffLimit: 2", training("master", "ExitCode", 3) + worker);
             PyTorchTrainingJob done = awaitT9k(ns, "t", JobPhase.Succeeded);

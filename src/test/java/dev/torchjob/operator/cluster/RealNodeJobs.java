@@ -55,6 +55,29 @@ final class RealNodeJobs {
                 %s%s""".formatted(type, policy, container.indent(8), pod.indent(6));
     }
 
+    /**
+     * A worker group of one replica (ExitCode) whose training exits with {@code exitCode} the first time,
+     * then trains: its marker that it failed once is kept in a folder on the node's disk, named {@code marker}.
+     */
+    static String workerFailingOnce(int exitCode, Path marker) {
+        return replica("worker", "ExitCode", """
+                command: [python, /workspace/train.py]
+                workingDir: /marker
+                env: [{name: EPOCHS, value: "3"}, {name: FAIL_ONCE_EXIT_CODE, value: "%d"}, {name: FAIL_RANKS, value: "1"}]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: marker, mountPath: /marker}]
+                """.formatted(exitCode), markerVolume(marker));
+    }
+
+    /** A worker group of one replica (ExitCode) that exits with {@code exitCode} at once, every time. */
+    static String workerExiting(int exitCode) {
+        return replica("worker", "ExitCode", """
+                command: [python, train.py]
+                env: [{name: FAIL_ONCE_EXIT_CODE, value: "%d"}, {name: FAIL_RANKS, value: "1"}]
+                resources: {requests: {cpu: 250m}}
+                """.formatted(exitCode), "");
+    }
+
     /** A folder on the node's disk that outlives the pods (a replica's marker that it already failed once). */
     static String markerVolume(Path marker) {
         return "volumes: [{name: marker, hostPath: {path: " + marker + ", type: DirectoryOrCreate}}]\n";
