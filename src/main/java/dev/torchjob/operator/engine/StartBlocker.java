@@ -59,7 +59,8 @@ public record StartBlocker(String reason, String message) {
             return fromStatus;
         }
         if (warnings == null) {
-            return Optional.ofNullable(known);
+            // What a warning said last time still holds; a cause its status gave is gone from it.
+            return Optional.ofNullable(known).filter(k -> CANNOT_CREATE_WARNINGS.contains(k.reason()));
         }
         return warnings.stream()
                 .filter(w -> CANNOT_CREATE_WARNINGS.contains(w.reason()))

@@ -84,6 +84,9 @@ class StartBlockerTest {
             assertEquals(List.of(), reasons(again), reason + ": the same cause, said once");
             assertNothingCountedOrTouched(again);
         }
+        // Pulled at last: the kubelet creates the container. Its warnings not looked up this pass, the pull's cause is gone all the same.
+        PodFates.waiting(worker, run.now.minusSeconds(60), "ContainerCreating", null);
+        assertEquals(List.of(), ((Situation.Active) run.pass().situation()).cannotStart());
     }
 
     @Test
