@@ -236,6 +236,42 @@ class OperatorInClusterIT {
         }
     }
 
+    /**
+     * The leading operator killed by its own memory limit (a test-only 192Mi): a second process in its
+     * container takes 100 MiB, the kernel's OOM killer takes the largest process of the cgroup, the
+     * operator, and the kubelet restarts the container (OOMKilled). Meanwhile a job's worker exits 137:
+     * the restart is counted once, said once, and the job succeeds under whichever replica leads next.
+     */
+    @Test
+    @Order(4)
+    void theOperatorKilledByItsMemoryLimitIsRestartedAndLosesNoCount() {
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
+        kubectl.run("patch", "deployment/torchjob-operator", "-n", NAMESPACE, "--type=json", "-p",
+                "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/resources/limits/memory\",\"value\":\"192Mi\"}]").orFail();
+        kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null
+                && operatorPods().stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
+        String leader = operatorPods().stream().filter(p -> holder().startsWith(p.getMetadata().getName())).findFirst().orElseThrow()
+                .getMetadata().getName();
+
+        String ns = install.namespace("operator-oom");
+        kubectl.run("exec", "-n", NAMESPACE, leader, "--", "sh", "-c", "head -c 100M /dev/zero | tail > /dev/null");
+        RealNodeJobs.submitT9k(ns, "survives", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
+                + RealNodeJobs.workerFailingOnce(137, RealNode.STATE.resolve("markers").resolve(ns)));
+        await().atMost(Duration.ofMinutes(1)).until(() -> {
+            Pod pod = admin.pods().inNamespace(NAMESPACE).withName(leader).get();
+            var status = pod.getStatus().getContainerStatuses().get(0);
+            return status.getRestartCount() > 0 && status.getLastState().getTerminated() != null;
+        });
+        var killed = admin.pods().inNamespace(NAMESPACE).withName(leader).get().getStatus().getContainerStatuses().get(0);
+        assertEquals("OOMKilled", killed.getLastState().getTerminated().getReason(), "killed by its memory limit: " + killed);
+
+        PyTorchTrainingJob done = RealNodeJobs.awaitT9k(ns, "survives", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "the worker's exit 137, counted once across the kill");
+        assertEquals(1, RealNodeJobs.events(ns, "ReplicaRestarted").size(), "said once");
+        System.out.printf("in-cluster operator OOM-killed: %s restarted %d time(s), Lease now %s%n", leader, killed.getRestartCount(), holder());
+    }
+
     /** The scrape configuration docs/metrics.md gives, as the list under its scrape_configs. */
     static String documentedScrapeConfig() throws java.io.IOException {
         String doc = java.nio.file.Files.readString(java.nio.file.Path.of("docs/metrics.md"));
