@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.List;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -53,6 +54,11 @@ class OperatorInClusterIT {
         OperatorContainer.build();
         node.importImage(OperatorContainer.IMAGE, SHIPPED_IMAGE);
         workloads = node.workloads();
+    }
+
+    @AfterEach
+    void freeTheNode() {
+        RealNodeJobs.freeTheNode();
     }
 
     @AfterAll

@@ -26,6 +26,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -59,6 +60,11 @@ class RealNodeIT {
         kubectl = install.cluster.kubectl();
         node = RealNode.get();
         exclusive = node.exclusive();
+    }
+
+    @AfterEach
+    void freeTheNode() {
+        RealNodeJobs.freeTheNode();
     }
 
     @AfterAll
@@ -119,8 +125,8 @@ class RealNodeIT {
      * `kubectl get pods -l job-name=...` as the guides do. Each with the examples image in place of the
      * seed's (which no registry here serves) and its command (`python train.py`, or `torchrun train.py`
      * for the elastic seed, whose rendezvous Kubeflow's PET_* settings give torchrun); 01 asks for a GPU
-     * per replica, which becomes a CPU limit here. Not run: 03 (a PersistentVolumeClaim the seed expects
-     * to exist) and 04 (GPUs).
+     * per replica, which becomes a memory limit here (a CPU limit would be its request too). Not run:
+     * 03 (a PersistentVolumeClaim the seed expects to exist) and 04 (GPUs).
      */
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"01-mnist-gloo", "02-mnist-gloo-demo", "05-elastic"})
@@ -129,7 +135,7 @@ class RealNodeIT {
         String manifest = Files.readString(Path.of("kubernetes/examples/kubeflow/" + seed + ".yaml"))
                 .replaceAll("image: (kubeflow/pytorch-dist-mnist-test:1.0|k8scc01covidacr.azurecr.io/\\S+)",
                         "image: torchjob-examples:0.1.0\n              command: [python, train.py]")
-                .replace("nvidia.com/gpu: 1", "cpu: \"1\"")
+                .replace("nvidia.com/gpu: 1", "memory: 1Gi")
                 .replace("image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727", "image: torchjob-examples:0.1.0")
                 .replace("command: [\"torchrun\", \"/opt/pytorch-mnist/mnist.py\", \"--epochs=1\"]", "command: [torchrun, train.py]");
         assertTrue(manifest.contains("image: torchjob-examples:0.1.0") && !manifest.contains("nvidia.com/gpu")

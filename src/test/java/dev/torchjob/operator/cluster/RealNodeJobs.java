@@ -32,6 +32,24 @@ final class RealNodeJobs {
         return OperatorInstall.get().cluster.admin();
     }
 
+    /**
+     * Deletes the namespaces of the pods left on the real node (a failed job's master trains on, a
+     * job's pods stay after it ended: cleanUpPolicy None) and waits until they are gone, so that the
+     * next test finds the node's two CPUs free. The operator's own namespace is left alone.
+     */
+    static void freeTheNode() {
+        KubernetesClient admin = admin();
+        java.util.Set<String> namespaces = podsOnTheNode(admin).stream().map(p -> p.getMetadata().getNamespace())
+                .filter(ns -> !ns.equals(OperatorInstall.OPERATOR_NAMESPACE)).collect(java.util.stream.Collectors.toSet());
+        namespaces.forEach(ns -> admin.namespaces().withName(ns).delete());
+        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(500))
+                .until(() -> podsOnTheNode(admin).stream().noneMatch(p -> namespaces.contains(p.getMetadata().getNamespace())));
+    }
+
+    private static List<io.fabric8.kubernetes.api.model.Pod> podsOnTheNode(KubernetesClient admin) {
+        return admin.pods().inAnyNamespace().withField("spec.nodeName", RealNode.NAME).list().getItems();
+    }
+
     /** A replica group of one replica that trains train.py for that many epochs. */
     static String training(String type, String policy, int epochs) {
         return replica(type, policy, """
