@@ -35,6 +35,15 @@ class ContainerImageIT {
         Duration build = OperatorContainer.build();
         System.out.printf("[image] %s built from %s in %.1f s: %.1f MB%n", OperatorContainer.IMAGE, OperatorContainer.containerfile(),
                 build.toMillis() / 1000.0, OperatorContainer.imageSize() / 1e6);
+        // The sizes issue 37 set: the native executable with only the C libraries it links, no shell;
+        // the JVM image with a Java runtime of only the modules the operator uses.
+        if (PackagedOperator.isNative()) {
+            assertTrue(OperatorContainer.imageSize() <= 100_000_000, "native image at most 100 MB: " + OperatorContainer.imageSize());
+            assertNotEquals(0, OperatorContainer.Podman.run(Duration.ofSeconds(30), "podman", "run", "--rm", "--entrypoint", "/bin/sh", OperatorContainer.IMAGE,
+                    "-c", "true").exitCode(), "no shell in the native image");
+        } else {
+            assertTrue(OperatorContainer.imageSize() <= 250_000_000, "JVM image at most 250 MB: " + OperatorContainer.imageSize());
+        }
         install = OperatorInstall.get();
         admin = install.cluster.admin();
         // The container is the only operator while these tests run.

@@ -78,7 +78,7 @@ class HelmInstallIT {
         assertTrue(installs.size() >= 2 && upgrades.size() == 1 && uninstalls.size() == 1,
                 "the README's and install.md's commands: " + installs + upgrades + uninstalls);
         for (List<String> install : installs) {
-            Release installed = install(install).call();
+            Release installed = install(install, plane.adminKubeconfig).call();
             assertEquals("deployed", installed.getStatus(), String.join(" ", install));
             String namespace = installed.getNamespace();
             var deployment = admin.apps().deployments().inNamespace(namespace).withName(installed.getName()).get();
@@ -89,11 +89,11 @@ class HelmInstallIT {
             assertNotNull(admin.apiextensions().v1().customResourceDefinitions().withName("pytorchtrainingjobs.batch.tensorstack.dev").get());
             assertNotNull(admin.rbac().clusterRoles().withName(installed.getName()).get(), "the operator's ClusterRole");
 
-            Release upgraded = upgrade(upgrades.get(0)).call();
+            Release upgraded = upgrade(upgrades.get(0), plane.adminKubeconfig).call();
             assertEquals("deployed", upgraded.getStatus());
             assertEquals("2", upgraded.getRevision(), "the upgrade is the release's second revision");
 
-            uninstall(uninstalls.get(0));
+            uninstall(uninstalls.get(0), plane.adminKubeconfig);
             assertNull(admin.apps().deployments().inNamespace(namespace).withName(installed.getName()).get(), "the operator is gone");
             assertNotNull(admin.apiextensions().v1().customResourceDefinitions().withName("pytorchtrainingjobs.batch.tensorstack.dev").get(),
                     "the CRD, and with it every job, stays");
@@ -101,8 +101,8 @@ class HelmInstallIT {
     }
 
     /** {@code helm install NAME CHART [-n|--namespace NS] [--create-namespace] [--set K=V]...}; anything else fails the test. */
-    private static InstallCommand install(List<String> args) {
-        InstallCommand install = new Helm(Path.of(args.get(3))).install().withName(args.get(2)).withKubeConfig(plane.adminKubeconfig);
+    static InstallCommand install(List<String> args, Path kubeconfig) {
+        InstallCommand install = new Helm(Path.of(args.get(3))).install().withName(args.get(2)).withKubeConfig(kubeconfig);
         for (int i = 4; i < args.size(); i++) {
             switch (args.get(i)) {
                 case "-n", "--namespace" -> install = install.withNamespace(args.get(++i));
@@ -117,12 +117,13 @@ class HelmInstallIT {
         return install;
     }
 
-    /** {@code helm upgrade NAME CHART [-n|--namespace NS]}. */
-    private static UpgradeCommand upgrade(List<String> args) {
-        UpgradeCommand upgrade = new Helm(Path.of(args.get(3))).upgrade().withName(args.get(2)).withKubeConfig(plane.adminKubeconfig);
+    /** {@code helm upgrade NAME CHART [-n|--namespace NS] [--reuse-values]}. */
+    static UpgradeCommand upgrade(List<String> args, Path kubeconfig) {
+        UpgradeCommand upgrade = new Helm(Path.of(args.get(3))).upgrade().withName(args.get(2)).withKubeConfig(kubeconfig);
         for (int i = 4; i < args.size(); i++) {
             switch (args.get(i)) {
                 case "-n", "--namespace" -> upgrade = upgrade.withNamespace(args.get(++i));
+                case "--reuse-values" -> upgrade = upgrade.reuseValues();
                 default -> throw new AssertionError("the test does not know " + args.get(i) + " of: " + String.join(" ", args));
             }
         }
@@ -130,8 +131,8 @@ class HelmInstallIT {
     }
 
     /** {@code helm uninstall NAME [-n|--namespace NS]}. */
-    private static void uninstall(List<String> args) {
-        var uninstall = Helm.uninstall(args.get(2)).withKubeConfig(plane.adminKubeconfig);
+    static void uninstall(List<String> args, Path kubeconfig) {
+        var uninstall = Helm.uninstall(args.get(2)).withKubeConfig(kubeconfig);
         for (int i = 3; i < args.size(); i++) {
             switch (args.get(i)) {
                 case "-n", "--namespace" -> uninstall = uninstall.withNamespace(args.get(++i));

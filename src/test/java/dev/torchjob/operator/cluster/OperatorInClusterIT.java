@@ -2,8 +2,13 @@ package dev.torchjob.operator.cluster;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -35,6 +40,7 @@ class OperatorInClusterIT {
     static final String NAMESPACE = OperatorInstall.OPERATOR_NAMESPACE;
     /** The Deployment's image, as containerd names it. */
     static final String SHIPPED_IMAGE = "docker.io/library/torchjob-operator:0.1.0";
+    static final String CRD = "pytorchtrainingjobs.batch.tensorstack.dev";
     static OperatorInstall install;
     static KubernetesClient admin;
     static Kubectl kubectl;
@@ -94,13 +100,16 @@ class OperatorInClusterIT {
             assertEquals(RealNode.NAME, pod.getSpec().getNodeName());
             assertTrue(pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())),
                     "Ready through its probes: " + pod.getMetadata().getName());
-            String name = pod.getMetadata().getName();
-            // Enforced by the runtime: the user, the read-only root, no capability, the token the kubelet projected.
-            assertEquals("1001 1001", exec(name, "sh", "-c", "echo $(id -u) $(id -g)").strip());
-            String write = kubectl.run("exec", "-n", NAMESPACE, name, "--", "sh", "-c", "touch /opt/x 2>&1; echo exit $?").out();
-            assertTrue(write.contains("Read-only file system") && write.contains("exit 1"), write);
-            assertTrue(exec(name, "grep", "CapEff", "/proc/1/status").contains("0000000000000000"), "no capabilities");
-            assertTrue(exec(name, "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token").startsWith("ey"), "the projected token");
+            // Enforced by the runtime, read off the container's process from the machine (the native image has
+            // no shell to ask): the user, no capability, the read-only root, the token the kubelet projected.
+            NodeContainer container = NodeContainer.of(node, pod);
+            assertTrue(container.status("Uid").matches("1001\\s+1001\\s+1001\\s+1001"), container.status("Uid"));
+            assertTrue(container.status("Gid").matches("1001\\s+1001\\s+1001\\s+1001"), container.status("Gid"));
+            assertEquals("0000000000000000", container.status("CapEff"), "no capabilities");
+            assertTrue(container.rootMountOptions().contains("ro"), "read-only root: " + container.rootMountOptions());
+            var write = assertThrows(IOException.class, () -> Files.createFile(container.file("/opt/x")));
+            assertTrue(String.valueOf(write.getMessage()).contains("Read-only file system"), write.toString());
+            assertTrue(readString(container.file("/var/run/secrets/kubernetes.io/serviceaccount/token")).startsWith("ey"), "the projected token");
         }
         await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null
                 && pods.stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
@@ -125,26 +134,33 @@ class OperatorInClusterIT {
     }
 
     /**
-     * `kubectl rollout restart` while jobs run and fail: the Lease moves to a pod of the new ReplicaSet;
-     * each job whose worker exits 137 during the handover (ExitCode: recreated) counts that restart once
-     * and says it once; a job training through the whole upgrade is not touched (same pods, nothing
-     * counted); all succeed.
+     * `kubectl rollout restart` while jobs run and fail: see {@link #jobsRunAndFailThrough}.
      */
     @Test
     @Order(2)
     void aRollingRestartMovesTheLeaseAndCountsEveryRestartOnceWithoutTouchingTheJobs() {
         kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
         kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+        jobsRunAndFailThrough("rollout restart", () -> kubectl.run("rollout", "restart", "deployment/torchjob-operator", "-n", NAMESPACE).orFail());
+    }
+
+    /**
+     * The operator rolled ({@code upgrade}) while jobs run and fail: the Lease moves to a pod of the new
+     * ReplicaSet; each job whose worker exits 137 during the handover (ExitCode: recreated) counts that
+     * restart once and says it once; a job training through the whole upgrade is not touched (same pods,
+     * nothing counted); all succeed.
+     */
+    static void jobsRunAndFailThrough(String upgradeName, Runnable upgrade) {
         await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null);
         String leaderBefore = holder();
-        String ns = install.namespace("rollout");
+        String ns = install.namespace(upgradeName.replace(' ', '-'));
         RealNodeJobs.submitT9k(ns, "through", "backoffLimit: 1",
                 RealNodeJobs.training("master", "OnFailure", 12) + RealNodeJobs.training("worker", "OnFailure", 12));
         await().atMost(Duration.ofMinutes(2)).until(() -> RealNodeJobs.t9k(ns, "through").getStatus() != null
                 && RealNodeJobs.t9k(ns, "through").getStatus().phase == JobPhase.Running);
         List<String> podsBefore = admin.pods().inNamespace(ns).list().getItems().stream().map(p -> p.getMetadata().getUid()).sorted().toList();
 
-        kubectl.run("rollout", "restart", "deployment/torchjob-operator", "-n", NAMESPACE).orFail();
+        upgrade.run();
         for (String job : List.of("fails-a", "fails-b")) {
             RealNodeJobs.submitT9k(ns, job, "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
                     + RealNodeJobs.workerFailingOnce(137, RealNode.STATE.resolve("markers").resolve(ns + "-" + job)));
@@ -164,7 +180,7 @@ class OperatorInClusterIT {
         List<String> throughPods = admin.pods().inNamespace(ns).list().getItems().stream()
                 .filter(p -> p.getMetadata().getName().startsWith("through-")).map(p -> p.getMetadata().getUid()).sorted().toList();
         assertEquals(podsBefore, throughPods, "the same pods from start to end");
-        System.out.printf("in-cluster rollout restart: Lease %s -> %s%n", leaderBefore, holder());
+        System.out.printf("in-cluster %s: Lease %s -> %s%n", upgradeName, leaderBefore, holder());
     }
 
     /**
@@ -182,8 +198,8 @@ class OperatorInClusterIT {
         kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
         kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
         kubectl.run("apply", "-f", "kubernetes/monitoring/service.yaml").orFail();
-        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("prometheus-sd-");
-        java.nio.file.Path ca = java.nio.file.Files.write(dir.resolve("ca.crt"), install.cluster.certificateAuthority());
+        Path dir = Files.createTempDirectory("prometheus-sd-");
+        Path ca = Files.write(dir.resolve("ca.crt"), install.cluster.certificateAuthority());
         // Prometheus's own ServiceAccount, with only what the docs say it needs.
         kubectl.runWithInput("""
                 apiVersion: v1
@@ -203,7 +219,7 @@ class OperatorInClusterIT {
                 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: prometheus}
                 subjects: [{kind: ServiceAccount, name: prometheus, namespace: %1$s}]
                 """.formatted(NAMESPACE), "apply", "-f", "-").orFail();
-        java.nio.file.Path token = java.nio.file.Files.writeString(dir.resolve("token"), OperatorInstall.token(install.cluster, "prometheus"));
+        Path token = Files.writeString(dir.resolve("token"), OperatorInstall.token(install.cluster, "prometheus"));
         String documented = documentedScrapeConfig().replace("      - role: endpointslice\n", """
                       - role: endpointslice
                         api_server: %s
@@ -211,7 +227,7 @@ class OperatorInClusterIT {
                         tls_config: {ca_file: %s}
                 """.formatted(admin.getConfiguration().getMasterUrl(), token, ca));
         List<String> built = ControlPlane.provisioned("prometheus.sh");
-        java.nio.file.Path withKubernetesDiscovery = java.nio.file.Path.of(built.get(built.size() - 1));
+        Path withKubernetesDiscovery = Path.of(built.get(built.size() - 1));
         try (var prometheus = dev.torchjob.operator.testing.PrometheusServer.start(withKubernetesDiscovery, documented)) {
             await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).ignoreExceptions()
                     .until(() -> prometheus.value("count(up{job=\"torchjob-operator\"} == 1)") == 2.0);
@@ -246,28 +262,36 @@ class OperatorInClusterIT {
     }
 
     /**
-     * The leading operator killed by its own memory limit (a test-only 192Mi): a second process in its
-     * container takes 100 MiB, the kernel's OOM killer takes the largest process of the cgroup, the
-     * operator, and the kubelet restarts the container (OOMKilled). Meanwhile a job's worker exits 137:
-     * the restart is counted once, said once, and the job succeeds under whichever replica leads next.
+     * The leading operator killed by its own memory limit (a test-only 192Mi): a process put into its
+     * container's memory cgroup from the machine takes 160 MiB of it, the OOM killer takes the operator
+     * (first in its line), and the kubelet restarts the container (OOMKilled). Meanwhile a job's
+     * worker exits 137: the restart is counted once, said once, and the job succeeds under whichever
+     * replica leads next.
      */
     @Test
     @Order(4)
-    void theOperatorKilledByItsMemoryLimitIsRestartedAndLosesNoCount() {
+    void theOperatorKilledByItsMemoryLimitIsRestartedAndLosesNoCount() throws IOException {
         kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
         kubectl.run("patch", "deployment/torchjob-operator", "-n", NAMESPACE, "--type=json", "-p",
                 "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/resources/limits/memory\",\"value\":\"192Mi\"}]").orFail();
         kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
         await().atMost(Duration.ofMinutes(1)).until(() -> holder() != null
                 && operatorPods().stream().anyMatch(p -> holder().startsWith(p.getMetadata().getName())));
-        String leader = operatorPods().stream().filter(p -> holder().startsWith(p.getMetadata().getName())).findFirst().orElseThrow()
-                .getMetadata().getName();
+        Pod leading = operatorPods().stream().filter(p -> holder().startsWith(p.getMetadata().getName())).findFirst().orElseThrow();
+        String leader = leading.getMetadata().getName();
 
         String ns = install.namespace("operator-oom");
-        kubectl.run("exec", "-n", NAMESPACE, leader, "--", "sh", "-c", "head -c 100M /dev/zero | tail > /dev/null");
+        NodeContainer operator = NodeContainer.of(node, leading);
+        // The operator first in the OOM killer's line (the kubelet gave it a middling score; raising one needs
+        // no privilege), then 160 MiB held in its memory cgroup by a process put there from the machine: tail
+        // keeps what it reads until a newline, and /dev/zero has none.
+        operator.firstForTheOomKiller();
+        Process hog = new ProcessBuilder("sh", "-c", "echo $$ > " + operator.memoryCgroup().resolve("cgroup.procs")
+                + " && head -c 160M /dev/zero | tail > /dev/null").redirectErrorStream(true).start();
         RealNodeJobs.submitT9k(ns, "survives", "backoffLimit: 2", RealNodeJobs.training("master", "ExitCode", 3)
                 + RealNodeJobs.workerFailingOnce(137, RealNode.STATE.resolve("markers").resolve(ns)));
-        await().atMost(Duration.ofMinutes(1)).until(() -> {
+        await().atMost(Duration.ofMinutes(1)).failFast("the process holding memory in the operator's cgroup failed",
+                () -> !hog.isAlive() && hog.exitValue() != 0).until(() -> {
             Pod pod = admin.pods().inNamespace(NAMESPACE).withName(leader).get();
             var status = pod.getStatus().getContainerStatuses().get(0);
             return status.getRestartCount() > 0 && status.getLastState().getTerminated() != null;
@@ -281,9 +305,53 @@ class OperatorInClusterIT {
         System.out.printf("in-cluster operator OOM-killed: %s restarted %d time(s), Lease now %s%n", leader, killed.getRestartCount(), holder());
     }
 
+    /**
+     * The README's {@code helm install} on the cluster the kustomize install ran on, moved over as
+     * docs/install.md says (the kustomize operator, its RBAC and metrics Service deleted, the CRD adopted by the release so
+     * no job goes), with the image the README names: two Ready pods, one leads. Then the documented
+     * {@code helm upgrade} with a new image tag rolls them while jobs run and fail
+     * ({@link #jobsRunAndFailThrough}), and the documented {@code helm uninstall} leaves the CRD.
+     */
+    @Test
+    @Order(5)
+    void theReadmesHelmReleaseRunsTheOperatorAndAnUpgradeOfItsImageTagRollsItWithoutTouchingTheJobs() throws IOException {
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
+        kubectl.run("delete", "-f", "kubernetes/base/deployment.yaml", "-f", "kubernetes/base/rbac.yaml",
+                "-f", "kubernetes/monitoring/service.yaml", "--ignore-not-found").orFail();
+        await().atMost(Duration.ofMinutes(1)).until(() -> operatorPods().isEmpty());
+        kubectl.run("annotate", "crd", CRD, "meta.helm.sh/release-name=torchjob-operator",
+                "meta.helm.sh/release-namespace=" + NAMESPACE, "--overwrite").orFail();
+        kubectl.run("label", "crd", CRD, "app.kubernetes.io/managed-by=Helm", "--overwrite").orFail();
+
+        List<String> readme = HelmInstallIT.documented("install").get(0);
+        String repository = readme.stream().filter(a -> a.startsWith("image.repository=")).findFirst().orElseThrow().split("=", 2)[1];
+        node.tagImage(OperatorContainer.IMAGE, repository + ":0.1.0");
+        node.tagImage(OperatorContainer.IMAGE, repository + ":0.1.1");
+        Path kubeconfig = install.cluster.adminKubeconfig;
+        try {
+            assertEquals("deployed", HelmInstallIT.install(readme, kubeconfig).call().getStatus(), String.join(" ", readme));
+            kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
+            assertEquals(List.of(repository + ":0.1.0", repository + ":0.1.0"), operatorImages(), "the README's image, the chart's appVersion");
+
+            List<String> upgrade = HelmInstallIT.documented("upgrade").get(0);
+            jobsRunAndFailThrough("helm upgrade", () -> assertEquals("2",
+                    HelmInstallIT.upgrade(upgrade, kubeconfig).set("image.tag", "0.1.1").call().getRevision()));
+            assertEquals(List.of(repository + ":0.1.1", repository + ":0.1.1"), operatorImages(),
+                    "the new tag, and the repository the install set kept by the documented upgrade");
+        } finally {
+            HelmInstallIT.uninstall(HelmInstallIT.documented("uninstall").get(0), kubeconfig);
+        }
+        await().atMost(Duration.ofMinutes(1)).until(() -> operatorPods().isEmpty());
+        assertTrue(kubectl.run("get", "crd", CRD).exitCode() == 0, "the CRD, and with it every job, stays");
+    }
+
+    static List<String> operatorImages() {
+        return operatorPods().stream().map(p -> p.getSpec().getContainers().get(0).getImage()).sorted().toList();
+    }
+
     /** The scrape configuration docs/metrics.md gives, as the list under its scrape_configs. */
-    static String documentedScrapeConfig() throws java.io.IOException {
-        String doc = java.nio.file.Files.readString(java.nio.file.Path.of("docs/metrics.md"));
+    static String documentedScrapeConfig() throws IOException {
+        String doc = Files.readString(Path.of("docs/metrics.md"));
         int start = doc.indexOf("```yaml\nscrape_configs:\n");
         assertTrue(start >= 0, "docs/metrics.md gives a scrape configuration");
         String block = doc.substring(start + "```yaml\nscrape_configs:\n".length(), doc.indexOf("```", start + 7));
@@ -322,9 +390,11 @@ class OperatorInClusterIT {
         return lease == null || lease.getSpec() == null ? null : lease.getSpec().getHolderIdentity();
     }
 
-    static String exec(String pod, String... command) {
-        List<String> args = new java.util.ArrayList<>(List.of("exec", "-n", NAMESPACE, pod, "--"));
-        args.addAll(List.of(command));
-        return kubectl.run(args.toArray(String[]::new)).orFail().out();
+    static String readString(Path path) {
+        try {
+            return Files.readString(path);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 }

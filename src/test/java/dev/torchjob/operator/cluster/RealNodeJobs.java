@@ -42,6 +42,10 @@ final class RealNodeJobs {
         java.util.Set<String> namespaces = podsOnTheNode(admin).stream().map(p -> p.getMetadata().getNamespace())
                 .filter(ns -> !ns.equals(OperatorInstall.OPERATOR_NAMESPACE)).collect(java.util.stream.Collectors.toSet());
         namespaces.forEach(ns -> admin.namespaces().withName(ns).delete());
+        // Then each pod again with a grace of 1 s, not its 30 (a terminating namespace takes no new pod, and a
+        // grace may be shortened): the kubelet still stops each container (TERM, then KILL) and confirms, so no
+        // process is left on the node, but a debug pod sleeping through TERM costs no 30 s.
+        namespaces.forEach(ns -> admin.pods().inNamespace(ns).withGracePeriod(1).delete());
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(500))
                 .until(() -> podsOnTheNode(admin).stream().noneMatch(p -> namespaces.contains(p.getMetadata().getNamespace())));
     }
