@@ -103,6 +103,13 @@ public final class OperatorInstall {
 
     private OperatorProcess start(Map<String, String> settings, boolean leaderElection) {
         Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
+        try {
+            // A fresh token each start: a test may have replaced the ServiceAccount (the install moved to Helm
+            // and back), and a token bound to the old one is refused (401).
+            operatorKubeconfig(cluster);
+        } catch (IOException e) {
+            throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
+        }
         // As the kubernetes/kubeflow/ overlay installs it: both job kinds served.
         Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true"));
         all.putAll(settings);
