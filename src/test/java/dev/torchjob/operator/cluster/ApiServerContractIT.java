@@ -1,5 +1,6 @@
 package dev.torchjob.operator.cluster;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -249,14 +250,12 @@ class ApiServerContractIT {
         cluster.awaitJob("gen", j -> j.getStatus() != null && j.getStatus().observedGeneration != null && j.getStatus().observedGeneration == 1L);
         assertEquals(1L, cluster.job("gen").getMetadata().getGeneration(), "status writes do not bump the generation");
 
-        admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).withName("gen")
-                .edit(j -> {
+        UserEdits.edit(admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).withName("gen"), j -> {
                     j.getMetadata().setLabels(Map.of("team", "vision"));
                     return j;
                 });
         assertEquals(1L, cluster.job("gen").getMetadata().getGeneration(), "metadata edits do not bump the generation");
-        admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).withName("gen")
-                .edit(j -> {
+        UserEdits.edit(admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).withName("gen"), j -> {
                     j.getSpec().runPolicy.backoffLimit = 4;
                     return j;
                 });

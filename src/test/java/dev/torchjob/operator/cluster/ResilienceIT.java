@@ -1,5 +1,6 @@
 package dev.torchjob.operator.cluster;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -147,8 +148,7 @@ class ResilienceIT {
             first.kill();
             try (OperatorProcess second = install.newOperator(Map.of(), true)) {
                 // The new operator reads every job again; an edit makes sure it has looked at this one.
-                admin.resources(dev.torchjob.operator.api.kubeflow.PyTorchJob.class).inNamespace(cluster.namespace).withName("j")
-                        .edit(j -> {
+                UserEdits.edit(admin.resources(dev.torchjob.operator.api.kubeflow.PyTorchJob.class).inNamespace(cluster.namespace).withName("j"), j -> {
                             j.getMetadata().setLabels(Map.of("looked-at", "yes"));
                             return j;
                         });
@@ -216,7 +216,7 @@ class ResilienceIT {
             Thread writer = new Thread(() -> {
                 while (writing.get()) {
                     try {
-                        admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+                        UserEdits.edit(admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("j"), j -> {
                             j.getMetadata().getLabels().put("edit", String.valueOf(edits.incrementAndGet()));
                             return j;
                         });

@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -155,7 +156,7 @@ class FailureHandlingTest {
         cluster.kubelet.exit("j-worker-0", 1);
         cluster.awaitNewPod("j-worker-0", uid);
         cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-        client.resources(PyTorchTrainingJob.class).inNamespace("lowered").withName("j").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("lowered").withName("j"), j -> {
             j.getSpec().runPolicy.backoffLimit = 0;
             return j;
         });
@@ -173,7 +174,7 @@ class FailureHandlingTest {
     void anInvalidEditOfARunningJobIsRefusedAndTheJobKeepsRunningUntilItIsFixed() {
         OperatorHarness cluster = running(client, "invalid-edit", "OnFailure", "{backoffLimit: 3}");
         var template = cluster.job("j").getSpec().replicaSpecs.get(1).template;
-        client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j"), j -> {
             j.getSpec().replicaSpecs.get(1).template = java.util.Map.of("spec", java.util.Map.of("containers", List.of()));
             return j;
         });
@@ -184,7 +185,7 @@ class FailureHandlingTest {
         cluster.awaitEvent("SpecRejected", "spec.replicaSpecs[1].template.spec.containers");
         assertEquals(3, cluster.pods().size(), "nothing was deleted");
 
-        client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("invalid-edit").withName("j"), j -> {
             j.getSpec().replicaSpecs.get(1).template = template;
             return j;
         });

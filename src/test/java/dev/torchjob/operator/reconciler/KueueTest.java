@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -87,7 +88,7 @@ class KueueTest {
     }
 
     void setRunMode(String namespace, String runModeYaml) {
-        client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j").edit(j -> {
+        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j"), j -> {
             j.getSpec().runMode = runModeYaml == null ? null
                     : client.getKubernetesSerialization().unmarshal(runModeYaml, dev.torchjob.operator.api.RunMode.class);
             return j;
@@ -339,7 +340,7 @@ class KueueTest {
         client.genericKubernetesResources(KueueStandIn.WORKLOADS).inNamespace("kf-own").resource(own).create();
         cluster.awaitState("p", "Suspended");
         // Kueue admits and unsuspends the job itself.
-        client.resources(PyTorchJob.class).inNamespace("kf-own").withName("p").edit(p -> {
+        UserEdits.edit(client.resources(PyTorchJob.class).inNamespace("kf-own").withName("p"), p -> {
             p.getSpec().runPolicy.suspend = false;
             return p;
         });

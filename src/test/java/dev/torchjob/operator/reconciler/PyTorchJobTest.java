@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -107,7 +108,7 @@ class PyTorchJobTest {
     @Test
     void suspendRemovesPodsAndServicesAndResumeStartsTheJobAgain() {
         OperatorHarness cluster = running("kf-suspend", "OnFailure", "{backoffLimit: 3}");
-        client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j"), j -> {
             j.getSpec().runPolicy.suspend = true;
             return j;
         });
@@ -116,7 +117,7 @@ class PyTorchJobTest {
         org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> cluster.serviceNames().isEmpty());
         assertEquals(0, cluster.pytorchJob("j").getStatus().backoffCount);
 
-        client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j"), j -> {
             j.getSpec().runPolicy.suspend = false;
             return j;
         });

@@ -1,5 +1,6 @@
 package dev.torchjob.operator.reconciler;
 
+import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -55,8 +56,7 @@ class RunModesIntegrationTest {
     }
 
     private void scale(int replicas) {
-        client.resources(PyTorchTrainingJob.class).inNamespace("elastic").withName("el")
-                .edit(j -> {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("elastic").withName("el"), j -> {
                     j.getSpec().elastic.expectedReplicas = replicas;
                     return j;
                 });
@@ -137,7 +137,7 @@ class RunModesIntegrationTest {
     }
 
     private void setPause(boolean on) {
-        client.resources(PyTorchTrainingJob.class).inNamespace("pause").withName("p").edit(j -> {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("pause").withName("p"), j -> {
             if (j.getSpec().runMode.pause == null) {
                 j.getSpec().runMode.pause = new RunMode.Pause();
             }
