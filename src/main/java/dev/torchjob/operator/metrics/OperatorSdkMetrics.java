@@ -14,7 +14,7 @@ import io.javaoperatorsdk.operator.monitoring.micrometer.MicrometerMetrics;
 import io.javaoperatorsdk.operator.processing.Controller;
 import io.javaoperatorsdk.operator.processing.event.Event;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
-import io.javaoperatorsdk.operator.processing.event.source.controller.ResourceAction;
+import io.javaoperatorsdk.operator.processing.event.source.ResourceAction;
 import io.javaoperatorsdk.operator.processing.event.source.controller.ResourceEvent;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -40,12 +40,12 @@ public class OperatorSdkMetrics implements Metrics {
     }
 
     @Override
-    public void receivedEvent(Event event, Map<String, Object> metadata) {
+    public void eventReceived(Event event, Map<String, Object> metadata) {
         if (event instanceof ResourceEvent resourceEvent && resourceEvent.getAction() == ResourceAction.DELETED
                 && resourceEvent.getResource().map(r -> r instanceof PyTorchTrainingJob || r instanceof PyTorchJob).orElse(false)) {
             jobs.jobDeleted(resourceEvent.getResource().get().getKind(), event.getRelatedCustomResourceID());
         }
-        sdk.receivedEvent(event, metadata);
+        sdk.eventReceived(event, metadata);
     }
 
     @Override
@@ -54,14 +54,19 @@ public class OperatorSdkMetrics implements Metrics {
     }
 
     @Override
-    public void reconcileCustomResource(HasMetadata resource, RetryInfo retryInfo, Map<String, Object> metadata) {
-        sdk.reconcileCustomResource(resource, retryInfo, metadata);
+    public void reconciliationSubmitted(HasMetadata resource, RetryInfo retryInfo, Map<String, Object> metadata) {
+        sdk.reconciliationSubmitted(resource, retryInfo, metadata);
     }
 
     @Override
-    public void failedReconciliation(HasMetadata resource, Exception exception, Map<String, Object> metadata) {
+    public void reconciliationStarted(HasMetadata resource, Map<String, Object> metadata) {
+        sdk.reconciliationStarted(resource, metadata);
+    }
+
+    @Override
+    public void reconciliationFailed(HasMetadata resource, RetryInfo retryInfo, Exception exception, Map<String, Object> metadata) {
         reconcileErrors.increment();
-        sdk.failedReconciliation(resource, exception, metadata);
+        sdk.reconciliationFailed(resource, retryInfo, exception, metadata);
     }
 
     /** A pass that the API server refused a step of: handled by the reconciler (said once, retried), counted here. */
@@ -70,32 +75,22 @@ public class OperatorSdkMetrics implements Metrics {
     }
 
     @Override
-    public void reconciliationExecutionStarted(HasMetadata resource, Map<String, Object> metadata) {
-        sdk.reconciliationExecutionStarted(resource, metadata);
+    public void reconciliationSucceeded(HasMetadata resource, Map<String, Object> metadata) {
+        sdk.reconciliationSucceeded(resource, metadata);
     }
 
     @Override
-    public void reconciliationExecutionFinished(HasMetadata resource, Map<String, Object> metadata) {
-        sdk.reconciliationExecutionFinished(resource, metadata);
+    public void reconciliationFinished(HasMetadata resource, RetryInfo retryInfo, Map<String, Object> metadata) {
+        sdk.reconciliationFinished(resource, retryInfo, metadata);
     }
 
     @Override
-    public void cleanupDoneFor(ResourceID resourceID, Map<String, Object> metadata) {
-        sdk.cleanupDoneFor(resourceID, metadata);
-    }
-
-    @Override
-    public void finishedReconciliation(HasMetadata resource, Map<String, Object> metadata) {
-        sdk.finishedReconciliation(resource, metadata);
+    public void cleanupDone(ResourceID resourceID, Map<String, Object> metadata) {
+        sdk.cleanupDone(resourceID, metadata);
     }
 
     @Override
     public <T> T timeControllerExecution(ControllerExecution<T> execution) throws Exception {
         return sdk.timeControllerExecution(execution);
-    }
-
-    @Override
-    public <T extends Map<?, ?>> T monitorSizeOf(T map, String name) {
-        return sdk.monitorSizeOf(map, name);
     }
 }
