@@ -68,6 +68,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     KueueWorkloads kueue;
 
     @Inject
+    PassesInFlight passes;
+
+    @Inject
     Refusals refusals;
 
     @Inject
@@ -121,6 +124,17 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
 
     @Override
     public UpdateControl<J> reconcile(J job, Context<J> context) {
+        if (!passes.enter()) {
+            return UpdateControl.noUpdate(); // shutting down: the next leader looks at this job
+        }
+        try {
+            return pass(job, context);
+        } finally {
+            passes.exit();
+        }
+    }
+
+    private UpdateControl<J> pass(J job, Context<J> context) {
         if (job.getMetadata().getDeletionTimestamp() != null
                 || refusals.namespaceEnding(job.getMetadata().getNamespace(), clock.instant(), NAMESPACE_ENDING)) {
             // Being deleted (foreground: its pods first), or its namespace is: the pods' deletions are no

@@ -21,6 +21,8 @@ import io.quarkus.runtime.StartupEvent;
 @Singleton
 public class OperatorLifecycle {
     private static final Logger LOG = Logger.getLogger(OperatorLifecycle.class);
+    /** Within the 5 s a rolling upgrade should take per replica; a pass normally ends in well under a second. */
+    static final java.time.Duration PASSES_BOUND = java.time.Duration.ofSeconds(3);
 
     void onStart(@Observes StartupEvent event, Operator operator) {
         LOG.infof("starting the operator with %d reconciler(s)", operator.getRegisteredControllersNumber());
@@ -38,15 +40,13 @@ public class OperatorLifecycle {
     }
 
     /**
-     * Stops reconciling, then hands the Lease back (if held) so that another replica leads at once.
-     * JOSDK's stop lets the running job passes finish first (at most
-     * {@code quarkus.operator-sdk.termination-timeout}): a pass cut off between its status write and
-     * its events would lose the event of a restart it just counted, and the next leader, seeing the
-     * restart counted, would never say it.
+     * Lets the running job passes finish (at most {@link #PASSES_BOUND}), stops reconciling, then hands
+     * the Lease back (if held) so that another replica leads at once.
      */
-    void onStop(@Observes ShutdownEvent event, Operator operator, Leadership leadership, KubernetesClient client) {
+    void onStop(@Observes ShutdownEvent event, Operator operator, Leadership leadership, KubernetesClient client, PassesInFlight passes) {
         leadership.shuttingDown();
         Config clientConfig = client.getConfiguration(); // the client is closed once the operator stops
+        passes.drain(PASSES_BOUND);
         operator.stop();
         leadership.releaseLease(clientConfig);
     }
