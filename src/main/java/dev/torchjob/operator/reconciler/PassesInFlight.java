@@ -9,8 +9,9 @@ import org.jboss.logging.Logger;
 
 /**
  * The job passes running now, so that a shutdown lets them finish. JOSDK stops its reconciler threads
- * at once when the operator stops (its termination timeout is zero, and quarkus-operator-sdk offers no
- * way to set it): a pass cut off between its status write and its events loses the event of a restart
+ * at once when the operator stops (its termination timeout is zero; quarkus-operator-sdk's setting for it
+ * installs JOSDK's own JVM shutdown hook, which stops the operator again after Quarkus has shut down):
+ * a pass cut off between its status write and its events loses the event of a restart
  * it just counted, and the next leader, seeing the restart counted, never says it. So on shutdown no
  * new pass starts and the running ones are waited for, briefly, before the operator stops.
  */
