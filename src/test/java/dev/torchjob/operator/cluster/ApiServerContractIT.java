@@ -68,37 +68,54 @@ class ApiServerContractIT {
     @MethodSource("examples")
     void everyExampleAppliesServerSideWithStrictFieldValidation(Path example) {
         String namespace = install.namespace("example");
-        Kubectl.Result result = kubectl.run("apply", "--server-side", "--validate=strict", "-n", namespace, "-f", example.toString());
-        assertEquals(0, result.exitCode(), example + ": " + result.err());
-        assertTrue(result.out().contains("serverside-applied"), result.out());
-        assertEquals("", result.err(), "no warnings (unknown or duplicate fields) for " + example);
+        appliesServerSideWithoutWarning(kubectl, namespace, example);
         admin.namespaces().withName(namespace).delete();
     }
 
     @ParameterizedTest
     @MethodSource("invalidJobs")
     void theApiServerRejectsEachInvalidJobWithOurMessage(Path fixture) throws IOException {
-        String expected = Files.readAllLines(fixture).get(0).replaceFirst("^# rejected: ", "");
         String namespace = install.namespace("invalid");
+        refusedWithOurMessage(kubectl, admin, namespace, fixture);
+        admin.namespaces().withName(namespace).delete();
+    }
+
+    /** {@code kubectl apply --server-side --validate=strict} of this file: taken, without a warning. */
+    static void appliesServerSideWithoutWarning(Kubectl kubectl, String namespace, Path file) {
+        Kubectl.Result result = kubectl.run("apply", "--server-side", "--validate=strict", "-n", namespace, "-f", file.toString());
+        assertEquals(0, result.exitCode(), file + ": " + result.err());
+        assertTrue(result.out().contains("serverside-applied"), result.out());
+        assertEquals("", result.err(), "no warnings (unknown or duplicate fields) for " + file);
+    }
+
+    /** An invalid job of src/test/resources/invalid-jobs is refused with the message its first line gives; nothing is stored. */
+    static void refusedWithOurMessage(Kubectl kubectl, KubernetesClient admin, String namespace, Path fixture) throws IOException {
+        String expected = Files.readAllLines(fixture).get(0).replaceFirst("^# rejected: ", "");
         Kubectl.Result result = kubectl.run("apply", "--server-side", "--validate=strict", "-n", namespace, "-f", fixture.toString());
         assertNotEquals(0, result.exitCode(), fixture + " was accepted");
         assertTrue(result.err().contains(expected), fixture + ": expected «" + expected + "» in: " + result.err());
         assertTrue(admin.resources(PyTorchTrainingJob.class).inNamespace(namespace).list().getItems().isEmpty());
-        admin.namespaces().withName(namespace).delete();
     }
 
     @Test
     void theHelmChartWithEveryValueSetIsAcceptedByTheRealApiServer() throws IOException {
-        // Every value of the test's values file, the Prometheus Operator's objects included (its CRDs are installed
-        // as a cluster with the Prometheus Operator has them). A server-side dry run: schema, RBAC and CRD checks,
-        // nothing kept but the namespaces it names.
+        helmChartWithEveryValueSetIsAccepted(install.cluster);
+    }
+
+    /**
+     * Every value of the test's values file, the Prometheus Operator's objects included (its CRDs are installed
+     * as a cluster with the Prometheus Operator has them). A server-side dry run: schema, RBAC and CRD checks,
+     * nothing kept but the namespaces it names.
+     */
+    static void helmChartWithEveryValueSetIsAccepted(ControlPlane cluster) throws IOException {
+        Kubectl kubectl = cluster.kubectl();
+        PrometheusOperatorCrds.install(cluster);
         // Its own namespace: torchjob-system holds the kustomize install, whose Deployment selects other labels.
-        PrometheusOperatorCrds.install(install.cluster);
         for (String namespace : List.of("team-a", "team-b", "monitoring", "helm-check")) {
             kubectl.run("create", "namespace", namespace); // already there on a second run: fine
         }
         String rendered = HelmChart.renderText(Path.of("src/test/resources/helm/everything-on.yaml"), Map.of(), "helm-check");
-        Path chart = install.cluster.work.resolve("chart-rendered.yaml");
+        Path chart = cluster.work.resolve("chart-rendered.yaml");
         Files.writeString(chart, rendered);
         Kubectl.Result result = kubectl.run("apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",
                 "--field-manager=helm-check", "-f", chart.toString());
@@ -115,17 +132,27 @@ class ApiServerContractIT {
     @Test
     void fixedFieldsCannotBeChangedWithKubectl() {
         String namespace = install.namespace("immutable");
+        fixedFieldsAreRefused(kubectl, namespace);
+        admin.namespaces().withName(namespace).delete();
+    }
+
+    /** The CEL transition rule: the debug switch cannot change after creation. */
+    static void fixedFieldsAreRefused(Kubectl kubectl, String namespace) {
         kubectl.runWithInput(job("fixed", "runMode: {debug: {enabled: false}}"), "apply", "--server-side", "-n", namespace, "-f", "-").orFail();
         Kubectl.Result result = kubectl.run("patch", "pj", "fixed", "-n", namespace, "--type=merge",
                 "-p", "{\"spec\":{\"runMode\":{\"debug\":{\"enabled\":true}}}}");
         assertNotEquals(0, result.exitCode());
         assertTrue(result.err().contains("runMode.debug.enabled is fixed"), result.err());
-        admin.namespaces().withName(namespace).delete();
     }
 
     @Test
     void schemaDefaultsArriveFromTheServer() {
         String namespace = install.namespace("defaults");
+        schemaDefaultsArrive(kubectl, admin, namespace);
+        admin.namespaces().withName(namespace).delete();
+    }
+
+    static void schemaDefaultsArrive(Kubectl kubectl, KubernetesClient admin, String namespace) {
         kubectl.runWithInput(job("defaulted", "runPolicy: {}\ntorchrunConfig: {}"), "apply", "--server-side", "-n", namespace, "-f", "-").orFail();
         // Read untyped: the Java types have the same defaults, so only the raw object proves the server set them.
         GenericKubernetesResource stored = admin.genericKubernetesResources(JOBS).inNamespace(namespace).withName("defaulted").get();
@@ -133,7 +160,6 @@ class ApiServerContractIT {
         assertEquals(Map.of("enabled", false, "maxRestarts", 0, "procPerNode", "1", "rdzvBackend", "c10d"), stored.get("spec", "torchrunConfig"));
         assertEquals(1, (Integer) stored.get("spec", "replicaSpecs", 0, "replicas"));
         assertEquals("OnFailure", stored.get("spec", "replicaSpecs", 0, "restartPolicy"));
-        admin.namespaces().withName(namespace).delete();
     }
 
     @Test

@@ -49,6 +49,9 @@ public final class ControlPlane {
     private static ControlPlane instance;
 
     final Path bin;
+    /** The kube-apiserver and kubectl binaries: those of {@link #bin}, or of the oldest claimed version. */
+    private final Path apiServerBinary;
+    private final Path kubectlBinary;
     /** The Services' ClusterIPs; the kubernetes Service is the first, 10.96.0.1. */
     static final String SERVICE_RANGE = "10.96.0.0/16";
     final Path work;
@@ -74,7 +77,13 @@ public final class ControlPlane {
     }
 
     private ControlPlane(Path bin, Path work, Path adminKubeconfig, boolean ownServers) {
+        this(bin, bin, work, adminKubeconfig, ownServers);
+    }
+
+    private ControlPlane(Path bin, Path kubernetesBin, Path work, Path adminKubeconfig, boolean ownServers) {
         this.bin = bin;
+        this.apiServerBinary = kubernetesBin.resolve("kube-apiserver");
+        this.kubectlBinary = kubernetesBin.resolve("kubectl");
         this.work = work;
         this.adminKubeconfig = adminKubeconfig;
         this.ownServers = ownServers;
@@ -123,6 +132,34 @@ public final class ControlPlane {
         return plane;
     }
 
+    /**
+     * etcd and the kube-apiserver of the oldest Kubernetes docs/install.md claims (OLDEST_KUBERNETES_VERSION,
+     * tools/control-plane/oldest-kubernetes.sh), with its own kubectl; nothing else runs: no controllers, no
+     * scheduler, no kwok. The caller stops it ({@link #stop()}).
+     */
+    static ControlPlane oldestClaimed() {
+        List<String> printed = provisioned("oldest-kubernetes.sh");
+        Path work = Path.of("target", "control-plane-oldest").toAbsolutePath();
+        ControlPlane plane = new ControlPlane(provision(), Path.of(printed.get(printed.size() - 1)), work,
+                work.resolve("admin.kubeconfig"), true);
+        try {
+            deleteRecursively(work.resolve("logs"));
+            Files.createDirectories(work.resolve("logs"));
+            plane.startEtcdAndApiServer();
+            plane.admin = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(plane.adminKubeconfig))).build();
+        } catch (IOException | RuntimeException e) {
+            plane.stop();
+            throw new AssertionError("the oldest claimed Kubernetes did not start: " + e.getMessage()
+                    + " (logs in " + work.resolve("logs") + ")", e);
+        }
+        return plane;
+    }
+
+    /** Whether the controller manager runs (it creates each namespace's default ServiceAccount, collects garbage). */
+    boolean runsControllers() {
+        return !ownServers || processes.containsKey("kube-controller-manager");
+    }
+
     /** Runs the provisioning script (warm: a version check) and returns the folder with the binaries. */
     private static Path provision() {
         List<String> printed = provisioned("provision.sh");
@@ -158,7 +195,7 @@ public final class ControlPlane {
 
     /** The kubectl that matches the API server's version, as the cluster administrator. */
     public Kubectl kubectl() {
-        return new Kubectl(bin.resolve("kubectl"), adminKubeconfig);
+        return new Kubectl(kubectlBinary, adminKubeconfig);
     }
 
     private void start() throws IOException {
@@ -173,6 +210,17 @@ public final class ControlPlane {
     }
 
     private void startServers() throws IOException {
+        startEtcdAndApiServer();
+        start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
+                "--kubeconfig=" + adminKubeconfig,
+                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller",
+                "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
+        start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
+                "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",
+                "--kube-api-qps=500", "--kube-api-burst=1000"));
+    }
+
+    private void startEtcdAndApiServer() throws IOException {
         Path pki = work.resolve("pki");
         deleteRecursively(work.resolve("etcd"));
         Files.createDirectories(pki);
@@ -194,14 +242,6 @@ public final class ControlPlane {
         int apiPort = freePort();
         startApiServer(apiPort, pki, serviceAccountKey);
         writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, Files.readAllBytes(pki.resolve("apiserver.crt")), token);
-
-        start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
-                "--kubeconfig=" + adminKubeconfig,
-                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller",
-                "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
-        start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
-                "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",
-                "--kube-api-qps=500", "--kube-api-burst=1000"));
     }
 
     private void startApiServer(int port, Path pki, Path serviceAccountKey) throws IOException {
@@ -210,7 +250,7 @@ public final class ControlPlane {
             Files.write(auditPolicy, in.readAllBytes());
         }
         Files.deleteIfExists(auditLog());
-        start("kube-apiserver", List.of(bin.resolve("kube-apiserver").toString(),
+        start("kube-apiserver", List.of(apiServerBinary.toString(),
                 "--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog(), "--audit-log-mode=batch",
                 "--audit-log-batch-max-wait=1s",
                 "--etcd-servers=http://127.0.0.1:" + etcdPort,

@@ -34,6 +34,10 @@ class KubectlIT {
      */
     @Test
     void everyInstallCommandInTheReadmeAndDocsRunsAsWritten() throws java.io.IOException {
+        everyInstallCommandRunsAsWritten(kubectl);
+    }
+
+    static void everyInstallCommandRunsAsWritten(Kubectl kubectl) throws java.io.IOException {
         List<String> commands = kubectlApplyLines(l -> l.contains(" kubernetes/base") || l.matches(".* -k kubernetes/\\S*.*"));
         assertTrue(commands.contains("kubectl apply -k kubernetes/kubeflow/") && commands.contains("kubectl apply -k kubernetes/"),
                 "the README's and user guide's: " + commands);

@@ -35,19 +35,32 @@ public final class OperatorInstall {
 
     public static synchronized OperatorInstall get() {
         if (instance == null) {
-            ControlPlane cluster = ControlPlane.get();
-            Kubectl kubectl = cluster.kubectl();
-            // As docs/install.md says (the Deployment is inert here: the tests run the operator themselves).
-            kubectl.run("apply", "--server-side", "-k", "kubernetes/kubeflow/").orFail();
-            kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/pytorchtrainingjobs.batch.tensorstack.dev", "crd/pytorchjobs.kubeflow.org").orFail();
-            try {
-                instance = new OperatorInstall(cluster, operatorKubeconfig(cluster));
-            } catch (IOException e) {
-                throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
-            }
+            instance = into(ControlPlane.get());
         }
         return instance;
+    }
+
+    /** Installs the operator into this cluster (the shared one, or one a test started and stops itself). */
+    static OperatorInstall into(ControlPlane cluster) {
+        Kubectl kubectl = cluster.kubectl();
+        // As docs/install.md says (the Deployment is inert here: the tests run the operator themselves).
+        kubectl.run("apply", "--server-side", "-k", "kubernetes/kubeflow/").orFail();
+        kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
+                "crd/pytorchtrainingjobs.batch.tensorstack.dev", "crd/pytorchjobs.kubeflow.org").orFail();
+        if (!cluster.runsControllers()) {
+            defaultServiceAccount(cluster.admin(), OPERATOR_NAMESPACE);
+        }
+        try {
+            return new OperatorInstall(cluster, operatorKubeconfig(cluster));
+        } catch (IOException e) {
+            throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
+        }
+    }
+
+    /** What the service-account controller does for each namespace, where no controller manager runs. */
+    private static void defaultServiceAccount(KubernetesClient admin, String namespace) {
+        admin.serviceAccounts().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder()
+                .withNewMetadata().withName("default").endMetadata().build()).serverSideApply();
     }
 
     /** A kubeconfig holding a bound token of the install's ServiceAccount, nothing more. */
@@ -139,6 +152,9 @@ public final class OperatorInstall {
         String name = prefix + "-" + Long.toString(System.nanoTime() % 1_000_000_000L, 36);
         KubernetesClient admin = cluster.admin();
         admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(name).endMetadata().build()).create();
+        if (!cluster.runsControllers()) {
+            defaultServiceAccount(admin, name);
+        }
         Instant deadline = Instant.now().plus(Duration.ofSeconds(30));
         while (admin.serviceAccounts().inNamespace(name).withName("default").get() == null) {
             if (Instant.now().isAfter(deadline)) {

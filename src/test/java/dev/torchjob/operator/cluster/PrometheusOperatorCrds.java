@@ -10,13 +10,14 @@ import java.nio.file.Path;
 final class PrometheusOperatorCrds {
     static final String SERVICE_MONITORS = "servicemonitors.monitoring.coreos.com";
     static final String PROMETHEUS_RULES = "prometheusrules.monitoring.coreos.com";
-    private static boolean installed;
+    /** The control planes they are installed in (the shared one, and any a test starts of its own). */
+    private static final java.util.Set<ControlPlane> INSTALLED = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
     private PrometheusOperatorCrds() {
     }
 
     static synchronized void install(ControlPlane cluster) {
-        if (installed) {
+        if (INSTALLED.contains(cluster)) {
             return;
         }
         Path crds = Path.of(provision());
@@ -24,7 +25,7 @@ final class PrometheusOperatorCrds {
         kubectl.run("apply", "--server-side", "-f", crds.resolve("monitoring.coreos.com_servicemonitors.yaml").toString(),
                 "-f", crds.resolve("monitoring.coreos.com_prometheusrules.yaml").toString()).orFail();
         kubectl.run("wait", "--for=condition=Established", "--timeout=60s", "crd/" + SERVICE_MONITORS, "crd/" + PROMETHEUS_RULES).orFail();
-        installed = true;
+        INSTALLED.add(cluster);
     }
 
     private static String provision() {
