@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 
+import dev.torchjob.operator.cli.TorchJobCli;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.annotations.QuarkusMain;
 
@@ -34,6 +35,10 @@ public class TorchJobMain {
                                                        an embedded API server, replicas as local processes;
                                                        ends with a one-line summary (--output yaml: the whole status);
                                                        --dry-run: only the pods, commands and env it would create
+              torchjob-operator torchjob get|describe|wait|logs ...
+                                                       follow, wait for and read jobs in your cluster; the same as
+                                                       kubectl torchjob ... with this executable on PATH as kubectl-torchjob
+                                                       (torchjob-operator torchjob --help)
               torchjob-operator --help | -h | help     this text
               torchjob-operator --version              the version
 
@@ -49,6 +54,13 @@ public class TorchJobMain {
             """;
 
     public static void main(String... args) {
+        // kubectl torchjob: a command line against the user's cluster, nothing of the operator started.
+        if (TorchJobCli.invokedAsPlugin()) {
+            System.exit(TorchJobCli.run(List.of(args), System.out, System.err));
+        }
+        if (args.length > 0 && "torchjob".equals(args[0])) {
+            System.exit(TorchJobCli.run(List.of(args).subList(1, args.length), System.out, System.err));
+        }
         if (args.length > 0 && HELP.contains(args[0])) {
             System.out.print(USAGE);
             System.exit(0);

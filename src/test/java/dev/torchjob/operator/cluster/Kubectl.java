@@ -12,10 +12,39 @@ import java.util.concurrent.TimeUnit;
 public final class Kubectl {
     private final Path binary;
     private final Path kubeconfig;
+    /** Where kubectl finds plugins (kubectl-NAME on PATH), or null: then the kubeconfig is passed as a flag. */
+    private final Path plugins;
 
     Kubectl(Path binary, Path kubeconfig) {
+        this(binary, kubeconfig, null);
+    }
+
+    private Kubectl(Path binary, Path kubeconfig, Path plugins) {
         this.binary = binary;
         this.kubeconfig = kubeconfig;
+        this.plugins = plugins;
+    }
+
+    /**
+     * This kubectl with the plugins of a folder on PATH, the kubeconfig in KUBECONFIG as a plugin
+     * user has it (kubectl hands a plugin no flag given before the plugin's name).
+     */
+    public Kubectl withPlugins(Path folder, Path userKubeconfig) {
+        return new Kubectl(binary, userKubeconfig, folder);
+    }
+
+    private ProcessBuilder process(String... args) {
+        List<String> command = new ArrayList<>(List.of(binary.toString()));
+        if (plugins == null) {
+            command.add("--kubeconfig=" + kubeconfig);
+        }
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command);
+        if (plugins != null) {
+            builder.environment().put("KUBECONFIG", kubeconfig.toString());
+            builder.environment().put("PATH", plugins + java.io.File.pathSeparator + System.getenv("PATH"));
+        }
+        return builder;
     }
 
     public record Result(int exitCode, String out, String err) {
@@ -29,10 +58,8 @@ public final class Kubectl {
 
     /** Runs {@code kubectl ARGS} with the given standard input (or none) and waits up to two minutes. */
     public Result runWithInput(String stdin, String... args) {
-        List<String> command = new ArrayList<>(List.of(binary.toString(), "--kubeconfig=" + kubeconfig));
-        command.addAll(List.of(args));
         try {
-            Process process = new ProcessBuilder(command).start();
+            Process process = process(args).start();
             CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> read(process.getInputStream()));
             CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
             try (var in = process.getOutputStream()) {
@@ -55,9 +82,7 @@ public final class Kubectl {
 
     /** Starts {@code kubectl ARGS} that runs until stopped, such as a watch ({@code -w}). */
     public Watch watch(String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of(binary.toString(), "--kubeconfig=" + kubeconfig));
-        command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        Process process = process(args).redirectErrorStream(true).start();
         StringBuffer printed = new StringBuffer();
         Thread reader = new Thread(() -> {
             try (var lines = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
@@ -80,6 +105,14 @@ public final class Kubectl {
         public String stop() {
             process.destroy();
             return printed();
+        }
+
+        /** Its exit code once it ends by itself within this time; an AssertionError with what it printed otherwise. */
+        public int awaitExit(java.time.Duration within) throws InterruptedException {
+            if (!process.waitFor(within.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new AssertionError("still running after " + within + "; printed:\n" + stop());
+            }
+            return process.exitValue();
         }
     }
 

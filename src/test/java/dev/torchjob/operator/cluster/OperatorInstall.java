@@ -73,7 +73,12 @@ public final class OperatorInstall {
 
     /** A bound token (TokenRequest API) of a ServiceAccount of the operator's namespace, as the kubelet mounts one. */
     static String token(ControlPlane cluster, String serviceAccount) {
-        return cluster.admin().serviceAccounts().inNamespace(OPERATOR_NAMESPACE).withName(serviceAccount)
+        return token(cluster, OPERATOR_NAMESPACE, serviceAccount);
+    }
+
+    /** A bound token of a ServiceAccount of any namespace: a user with exactly the rights its RoleBindings give. */
+    static String token(ControlPlane cluster, String namespace, String serviceAccount) {
+        return cluster.admin().serviceAccounts().inNamespace(namespace).withName(serviceAccount)
                 .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
                 .getStatus().getToken();
     }

@@ -36,6 +36,7 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
@@ -217,6 +218,51 @@ class RealNodeIT {
         List<String> restarted = events(ns, "ReplicaRestarted");
         assertEquals(1, restarted.size(), restarted.toString());
         assertTrue(restarted.get(0).contains("exited with code 137 (OOMKilled)"), restarted.get(0));
+    }
+
+    /**
+     * {@code kubectl torchjob} on the real node (docs/user-guide.md "Follow a job"): a master and two
+     * workers, worker-0 OOM-killed by its limit once. {@code logs -f}, started as the job is submitted,
+     * prints every rank's lines after its replica name (the recreated worker-0's too), one line for the
+     * counted restart with 137, and ends with the outcome, exit 0; then {@code wait} answers at once,
+     * {@code describe} lists the restart and the pods, and {@code logs --type worker --index 1} one replica.
+     */
+    @Test
+    void kubectlTorchjobFollowsEveryRankAcrossAnOomKillAndEndsWithTheOutcome() throws IOException, InterruptedException {
+        String ns = install.namespace("cli");
+        Path marker = RealNode.STATE.resolve("markers").resolve(ns);
+        String workers = replica("worker", "ExitCode", """
+                command: [sh, -c]
+                args: ["if [ \\"$HOSTNAME\\" = follow-worker-0 ] && [ ! -e /marker/oom ]; then touch /marker/oom; exec python -c \\"x = b'1' * (1536 << 20)\\"; fi; exec python train.py"]
+                env: [{name: EPOCHS, value: "3"}]
+                resources: {requests: {cpu: 250m}, limits: {memory: 512Mi}}
+                volumeMounts: [{name: marker, mountPath: /marker}]
+                """, markerVolume(marker)).replace("replicas: 1", "replicas: 2");
+        Kubectl plugin = kubectl.withPlugins(PackagedOperator.asKubectlPlugin(install.cluster.work.resolve("plugins")),
+                install.cluster.adminKubeconfig);
+        submitT9k(ns, "follow", "backoffLimit: 2", training("master", "ExitCode", 3) + workers);
+        Kubectl.Watch following = plugin.watch("torchjob", "logs", "follow", "-f", "-n", ns);
+
+        assertEquals(0, following.awaitExit(TRAINING), following.printed());
+        List<String> lines = following.printed().lines().toList();
+        for (String replica : List.of("master-0", "worker-0", "worker-1")) {
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith("[" + replica + "] ") && l.contains("final accuracy")),
+                    replica + " trained to the end:\n" + following.printed());
+        }
+        List<String> restarts = lines.stream().filter(l -> l.startsWith("[torchjob] ") && l.contains("Restarting")).toList();
+        assertEquals(1, restarts.size(), following.printed());
+        assertTrue(restarts.get(0).startsWith("[torchjob] worker-0: Restarting pod follow-worker-0 (container pytorch) exited with code 137 (OOMKilled)")
+                && restarts.get(0).contains("restart 1 of backoffLimit 2"), restarts.get(0));
+        assertTrue(lines.get(lines.size() - 1).startsWith("[torchjob] job follow Succeeded"), following.printed());
+
+        Kubectl.Result waited = plugin.run("torchjob", "wait", "follow", "-n", ns, "--for", "Succeeded", "--timeout", "10s");
+        assertEquals(0, waited.exitCode(), waited.out() + waited.err());
+        String described = plugin.run("torchjob", "describe", "follow", "-n", ns).orFail().out();
+        assertTrue(described.contains("Restarts:  1/2"), described);
+        assertTrue(described.lines().anyMatch(l -> l.contains("ReplicaRestarted") && l.contains("follow-worker-0") && l.contains("137")), described);
+        assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-0\\s+follow-worker-0\\s+" + RealNode.NAME + "\\s+Succeeded.*")), described);
+        String one = plugin.run("torchjob", "logs", "follow", "-n", ns, "--type", "worker", "--index", "1").orFail().out();
+        assertTrue(!one.isBlank() && one.lines().allMatch(l -> l.startsWith("[worker-1] ")), one);
     }
 
     /** Exit 1 under ExitCode is permanent: the job fails at once, naming the pod and the code, and counts nothing. */

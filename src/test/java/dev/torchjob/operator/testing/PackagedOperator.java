@@ -100,4 +100,23 @@ public final class PackagedOperator {
         command.addAll(List.of(arguments));
         return command;
     }
+
+    /**
+     * The operator's executable as a kubectl plugin in this folder, as docs/user-guide.md installs it:
+     * the native executable linked as kubectl-torchjob, or for the jar a two-line script that runs
+     * {@code java -jar ... torchjob "$@"}. Returns the folder (for PATH).
+     */
+    public static Path asKubectlPlugin(Path folder) throws IOException {
+        Files.createDirectories(folder);
+        Path plugin = folder.resolve("kubectl-torchjob");
+        Files.deleteIfExists(plugin);
+        if (isNative()) {
+            Files.createSymbolicLink(plugin, RUNNER.toAbsolutePath());
+        } else {
+            Files.writeString(plugin, "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java") + " -jar "
+                    + RUNNER.toAbsolutePath() + " torchjob \"$@\"\n");
+            plugin.toFile().setExecutable(true);
+        }
+        return folder;
+    }
 }

@@ -1,0 +1,158 @@
+package dev.torchjob.operator.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.testing.PackagedOperator;
+import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRuleBuilder;
+import io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder;
+import io.fabric8.kubernetes.api.model.rbac.RoleBuilder;
+
+/**
+ * {@code kubectl torchjob} as a user runs it, through the real kubectl (our executable on PATH as
+ * kubectl-torchjob), against the real API server and the operator, kwok playing the kubelet: get
+ * and describe of both kinds, wait's exit codes, and each bad input's one line and exit 3. Following
+ * logs needs a kubelet that serves them: RealNodeIT.
+ */
+class KubectlTorchjobIT {
+    static OperatorInstall install;
+    static Kubectl plugin;
+
+    @BeforeAll
+    static void cluster() throws IOException {
+        install = OperatorInstall.get();
+        install.operator();
+        plugin = install.cluster.kubectl().withPlugins(PackagedOperator.asKubectlPlugin(install.cluster.work.resolve("plugins")),
+                install.cluster.adminKubeconfig);
+    }
+
+    @Test
+    void getAndDescribeShowBothKindsWithRestartsAgainstTheLimit() {
+        OperatorHarness cluster = install.harness("cli-get");
+        cluster.runJob("OnFailure", "{backoffLimit: 3}");
+        cluster.kubelet.exit("j-worker-1", 1);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.awaitEvent("ReplicaRestarted", "j-worker-1");
+        cluster.submitPyTorchJob("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: kf, labels: {kueue.x-k8s.io/queue-name: team-a}}
+                spec:
+                  runPolicy: {backoffLimit: 4}
+                  pytorchReplicaSpecs:
+                    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """);
+
+        Instant asked = Instant.now();
+        Kubectl.Result got = plugin.run("torchjob", "get", "-n", cluster.namespace).orFail();
+        Duration getTook = Duration.between(asked, Instant.now());
+        List<String> lines = got.out().lines().toList();
+        assertEquals(List.of("NAME", "KIND", "PHASE", "REPLICAS", "RESTARTS", "QUEUE", "AGE"), KubectlIT.columns(lines.get(0)));
+        assertEquals(List.of("j", "PyTorchTrainingJob", "Running", "3", "1/3", "<none>"), KubectlIT.columns(lines.get(1)).subList(0, 6));
+        assertEquals(List.of("kf", "PyTorchJob"), KubectlIT.columns(lines.get(2)).subList(0, 2));
+        assertEquals(List.of("1", "0/4", "team-a"), KubectlIT.columns(lines.get(2)).subList(3, 6));
+        assertEquals(List.of("j", "PyTorchTrainingJob"), KubectlIT.columns(plugin.run("torchjob", "get", "pj/j", "-n", cluster.namespace)
+                .orFail().out().lines().toList().get(1)).subList(0, 2));
+
+        asked = Instant.now();
+        String described = plugin.run("torchjob", "describe", "j", "-n", cluster.namespace).orFail().out();
+        Duration describeTook = Duration.between(asked, Instant.now());
+        assertTrue(described.contains("Restarts:  1/3 (counted / runPolicy.backoffLimit)"), described);
+        List<String> history = described.lines().dropWhile(l -> !l.equals("History:")).takeWhile(l -> !l.equals("Pods:")).toList();
+        assertTrue(history.get(1).endsWith("Created"), described);
+        assertTrue(history.stream().anyMatch(l -> l.contains("ReplicaRestarted") && l.contains("pod j-worker-1 (container pytorch) exited with code 1")
+                && l.contains("restart 1 of backoffLimit 3")), described);
+        assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-1\\s+j-worker-1\\s+kwok-node-\\d\\s+Running\\s+0")), described);
+        System.out.printf("[kubectl torchjob] get %d ms, describe %d ms (%s, through kubectl)%n", getTook.toMillis(), describeTook.toMillis(),
+                PackagedOperator.isNative() ? "native" : "JVM");
+        install.cluster.admin().namespaces().withName(cluster.namespace).delete();
+    }
+
+    @Test
+    void waitExitsZeroWhenReachedOneWhenTheJobEndedOtherwiseTwoOnTimeout() throws InterruptedException, IOException {
+        OperatorHarness cluster = install.harness("cli-wait");
+        cluster.runJob("Never", "{backoffLimit: 0}");
+        String ns = cluster.namespace;
+        assertEquals(0, plugin.run("torchjob", "wait", "j", "-n", ns, "--for", "Running").exitCode());
+        assertEquals(0, plugin.run("torchjob", "wait", "j", "-n", ns, "--for", "Admitted").exitCode(), "no queue: admitted at once");
+        Kubectl.Result timedOut = plugin.run("torchjob", "wait", "j", "-n", ns, "--timeout", "2s");
+        assertEquals(2, timedOut.exitCode(), timedOut.err());
+        assertEquals("timed out after 2s waiting for job j to be Succeeded (it is Running)", timedOut.err().strip());
+
+        Kubectl.Watch waiting = plugin.watch("torchjob", "wait", "j", "-n", ns, "--for", "Succeeded");
+        cluster.kubelet.exit("j-worker-0", 1);
+        assertEquals(1, waiting.awaitExit(Duration.ofSeconds(60)), waiting.printed());
+        assertTrue(waiting.printed().strip().startsWith("job j Failed: ") && waiting.printed().contains("j-worker-0")
+                && waiting.printed().strip().endsWith("; not Succeeded"), waiting.printed());
+        cluster.awaitPhase("j", JobPhase.Failed);
+        assertEquals(0, plugin.run("torchjob", "wait", "j", "-n", ns, "--for", "Failed").exitCode());
+        install.cluster.admin().namespaces().withName(ns).delete();
+    }
+
+    @Test
+    void eachMistakeIsOneLineAndExitThree() throws IOException {
+        OperatorHarness cluster = install.harness("cli-bad");
+        cluster.runJob("OnFailure", "{backoffLimit: 3}");
+        String ns = cluster.namespace;
+        assertOneLine("error: no PyTorchTrainingJob or PyTorchJob named nope in namespace " + ns,
+                plugin.run("torchjob", "describe", "nope", "-n", ns));
+        assertOneLine("error: job j has no replica type launcher: it has master, worker",
+                plugin.run("torchjob", "logs", "j", "-n", ns, "--type", "launcher"));
+        assertOneLine("error: job j has 2 worker replica(s): --index 2 is not one of them (0-1)",
+                plugin.run("torchjob", "logs", "j", "-n", ns, "--type", "worker", "--index", "2"));
+        assertOneLine("error: unknown command \"delete\": get, describe, wait or logs (see kubectl torchjob --help)",
+                plugin.run("torchjob", "delete", "j"));
+
+        Path work = install.cluster.work;
+        Kubectl noConfig = install.cluster.kubectl().withPlugins(work.resolve("plugins"), work.resolve("no-such.kubeconfig"));
+        assertOneLine("error: no kubeconfig: " + work.resolve("no-such.kubeconfig") + " does not exist (set KUBECONFIG or --kubeconfig to your cluster's)",
+                noConfig.run("torchjob", "get"));
+        Path down = work.resolve("down.kubeconfig");
+        ControlPlane.writeKubeconfig(down, "https://127.0.0.1:" + ControlPlane.freePort(), install.cluster.certificateAuthority(), "x");
+        Kubectl.Result unreachable = install.cluster.kubectl().withPlugins(work.resolve("plugins"), down).run("torchjob", "get");
+        assertEquals(3, unreachable.exitCode());
+        assertTrue(unreachable.err().startsWith("error: cannot reach the cluster at https://127.0.0.1:") && unreachable.err().lines().count() == 1,
+                unreachable.err());
+        assertOneLine("error: context \"elsewhere\" is not in your kubeconfig", plugin.run("torchjob", "get", "--context", "elsewhere"));
+
+        // A user who may read jobs, pods and events but not the pods' logs.
+        var admin = install.cluster.admin();
+        admin.serviceAccounts().inNamespace(ns).resource(new ServiceAccountBuilder().withNewMetadata().withName("reader").endMetadata().build()).create();
+        admin.rbac().roles().inNamespace(ns).resource(new RoleBuilder().withNewMetadata().withName("reader").endMetadata()
+                .addToRules(new PolicyRuleBuilder().withApiGroups("batch.tensorstack.dev", "kubeflow.org")
+                        .withResources("pytorchtrainingjobs", "pytorchjobs").withVerbs("get", "list").build())
+                .addToRules(new PolicyRuleBuilder().withApiGroups("").withResources("pods", "events").withVerbs("get", "list").build())
+                .build()).create();
+        admin.rbac().roleBindings().inNamespace(ns).resource(new RoleBindingBuilder().withNewMetadata().withName("reader").endMetadata()
+                .withNewRoleRef("rbac.authorization.k8s.io", "Role", "reader")
+                .addNewSubject().withKind("ServiceAccount").withName("reader").withNamespace(ns).endSubject().build()).create();
+        Path reader = work.resolve("reader.kubeconfig");
+        ControlPlane.writeKubeconfig(reader, admin.getConfiguration().getMasterUrl(), install.cluster.certificateAuthority(),
+                OperatorInstall.token(install.cluster, ns, "reader"));
+        Kubectl asReader = install.cluster.kubectl().withPlugins(work.resolve("plugins"), reader);
+        assertEquals(0, asReader.run("torchjob", "get", "-n", ns).exitCode(), "reading jobs is allowed");
+        assertOneLine("error: not allowed to get pods/log in namespace " + ns + " (RBAC: your user needs the verb \"get\" on \"pods/log\")",
+                asReader.run("torchjob", "logs", "j", "-n", ns));
+        assertTrue(Files.exists(reader));
+        admin.namespaces().withName(ns).delete();
+    }
+
+    private static void assertOneLine(String expected, Kubectl.Result result) {
+        assertEquals(3, result.exitCode(), result.out() + result.err());
+        assertEquals(expected, result.err().strip());
+        assertEquals("", result.out());
+    }
+}
