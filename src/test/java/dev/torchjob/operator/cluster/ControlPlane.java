@@ -118,18 +118,8 @@ public final class ControlPlane {
      */
     static ControlPlane separate(String name) {
         Path work = Path.of("target", "control-plane-" + name).toAbsolutePath();
-        ControlPlane plane = new ControlPlane(provision(), work, work.resolve("admin.kubeconfig"), true);
-        try {
-            deleteRecursively(work.resolve("logs"));
-            Files.createDirectories(work.resolve("logs"));
-            plane.startServers();
-            plane.admin = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(plane.adminKubeconfig))).build();
-        } catch (IOException | RuntimeException e) {
-            plane.stop();
-            throw new AssertionError("the control plane " + name + " did not start: " + e.getMessage()
-                    + " (logs in " + work.resolve("logs") + ")", e);
-        }
-        return plane;
+        return startedApart(new ControlPlane(provision(), work, work.resolve("admin.kubeconfig"), true), "the control plane " + name,
+                ControlPlane::startServers);
     }
 
     /**
@@ -140,17 +130,25 @@ public final class ControlPlane {
     static ControlPlane oldestClaimed() {
         List<String> printed = provisioned("oldest-kubernetes.sh");
         Path work = Path.of("target", "control-plane-oldest").toAbsolutePath();
-        ControlPlane plane = new ControlPlane(provision(), Path.of(printed.get(printed.size() - 1)), work,
-                work.resolve("admin.kubeconfig"), true);
+        return startedApart(new ControlPlane(provision(), Path.of(printed.get(printed.size() - 1)), work,
+                work.resolve("admin.kubeconfig"), true), "the oldest claimed Kubernetes", ControlPlane::startEtcdAndApiServer);
+    }
+
+    /** Which servers a control plane apart from this JVM's runs. */
+    private interface Servers {
+        void start(ControlPlane plane) throws IOException;
+    }
+
+    /** Starts a control plane a test owns; an AssertionError says why it could not, with its logs' folder. */
+    private static ControlPlane startedApart(ControlPlane plane, String what, Servers servers) {
         try {
-            deleteRecursively(work.resolve("logs"));
-            Files.createDirectories(work.resolve("logs"));
-            plane.startEtcdAndApiServer();
+            deleteRecursively(plane.work.resolve("logs"));
+            Files.createDirectories(plane.work.resolve("logs"));
+            servers.start(plane);
             plane.admin = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(plane.adminKubeconfig))).build();
         } catch (IOException | RuntimeException e) {
             plane.stop();
-            throw new AssertionError("the oldest claimed Kubernetes did not start: " + e.getMessage()
-                    + " (logs in " + work.resolve("logs") + ")", e);
+            throw new AssertionError(what + " did not start: " + e.getMessage() + " (logs in " + plane.work.resolve("logs") + ")", e);
         }
         return plane;
     }

@@ -32,11 +32,10 @@ class KubectlTorchjobIT {
     static Kubectl plugin;
 
     @BeforeAll
-    static void cluster() throws IOException {
+    static void cluster() {
         install = OperatorInstall.get();
         install.operator();
-        plugin = install.cluster.kubectl().withPlugins(PackagedOperator.asKubectlPlugin(install.cluster.work.resolve("plugins")),
-                install.cluster.adminKubeconfig);
+        plugin = install.kubectlWithPlugin();
     }
 
     @Test
@@ -148,6 +147,28 @@ class KubectlTorchjobIT {
                 asReader.run("torchjob", "logs", "j", "-n", ns));
         assertTrue(Files.exists(reader));
         admin.namespaces().withName(ns).delete();
+    }
+
+    /**
+     * Ctrl-C ends a follow at once. The job is paused (no pods): kwok's pods have no kubelet behind
+     * them, and asking their logs would send the API server to an address off this machine.
+     */
+    @Test
+    void ctrlCStopsAFollowAtOnce() throws IOException, InterruptedException {
+        OperatorHarness cluster = install.harness("cli-interrupt");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}")
+                .replace("spec:\n", "spec:\n  runMode: {pause: {enabled: true}}\n"));
+        cluster.awaitPhase("j", JobPhase.Paused);
+        Kubectl.Watch following = plugin.watch("torchjob", "logs", "j", "-f", "-n", cluster.namespace);
+        Thread.sleep(PackagedOperator.isNative() ? 1000 : 4000); // started and looking
+        assertTrue(following.process().isAlive(), "still following a paused job: " + following.printed());
+        Instant interrupted = Instant.now();
+        new ProcessBuilder("kill", "-INT", String.valueOf(following.process().pid())).start().waitFor();
+        int exit = following.awaitExit(Duration.ofSeconds(5));
+        Duration took = Duration.between(interrupted, Instant.now());
+        assertEquals(130, exit, "ended by SIGINT: " + following.printed());
+        assertTrue(took.compareTo(Duration.ofSeconds(2)) < 0, "stopped at once, not after " + took);
+        install.cluster.admin().namespaces().withName(cluster.namespace).delete();
     }
 
     private static void assertOneLine(String expected, Kubectl.Result result) {

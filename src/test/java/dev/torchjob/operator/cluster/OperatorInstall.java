@@ -88,6 +88,16 @@ public final class OperatorInstall {
         return operatorKubeconfig;
     }
 
+    /** kubectl with the operator's executable on PATH as kubectl-torchjob (docs/user-guide.md), as the cluster administrator. */
+    public Kubectl kubectlWithPlugin() {
+        try {
+            return cluster.kubectl().withPlugins(dev.torchjob.operator.testing.PackagedOperator.asKubectlPlugin(cluster.work.resolve("plugins")),
+                    cluster.adminKubeconfig);
+        } catch (IOException e) {
+            throw new AssertionError("could not install kubectl-torchjob: " + e.getMessage(), e);
+        }
+    }
+
     /** The operator every test shares, started on first use. */
     public synchronized OperatorProcess operator() {
         if (shared == null) {

@@ -36,7 +36,6 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
-import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
@@ -228,7 +227,7 @@ class RealNodeIT {
      * {@code describe} lists the restart and the pods, and {@code logs --type worker --index 1} one replica.
      */
     @Test
-    void kubectlTorchjobFollowsEveryRankAcrossAnOomKillAndEndsWithTheOutcome() throws IOException, InterruptedException {
+    void kubectlTorchjobFollowsEveryRankAcrossAnOomKillAndEndsWithTheOutcome() throws InterruptedException {
         String ns = install.namespace("cli");
         Path marker = RealNode.STATE.resolve("markers").resolve(ns);
         String workers = replica("worker", "ExitCode", """
@@ -238,8 +237,7 @@ class RealNodeIT {
                 resources: {requests: {cpu: 250m}, limits: {memory: 512Mi}}
                 volumeMounts: [{name: marker, mountPath: /marker}]
                 """, markerVolume(marker)).replace("replicas: 1", "replicas: 2");
-        Kubectl plugin = kubectl.withPlugins(PackagedOperator.asKubectlPlugin(install.cluster.work.resolve("plugins")),
-                install.cluster.adminKubeconfig);
+        Kubectl plugin = install.kubectlWithPlugin();
         submitT9k(ns, "follow", "backoffLimit: 2", training("master", "ExitCode", 3) + workers);
         Kubectl.Watch following = plugin.watch("torchjob", "logs", "follow", "-f", "-n", ns);
 
