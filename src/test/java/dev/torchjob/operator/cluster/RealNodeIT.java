@@ -227,7 +227,7 @@ class RealNodeIT {
      * {@code describe} lists the restart and the pods, and {@code logs --type worker --index 1} one replica.
      */
     @Test
-    void kubectlTorchjobFollowsEveryRankAcrossAnOomKillAndEndsWithTheOutcome() throws InterruptedException {
+    void kubectlTorchjobFollowsEveryRankAcrossAnOomKillAndEndsWithTheOutcome() throws IOException, InterruptedException {
         String ns = install.namespace("cli");
         Path marker = RealNode.STATE.resolve("markers").resolve(ns);
         String workers = replica("worker", "ExitCode", """
