@@ -252,6 +252,9 @@ class RealNodeIT {
         assertTrue(restarts.get(0).startsWith("[torchjob] worker-0: Restarting pod follow-worker-0 (container pytorch) exited with code 137 (OOMKilled)")
                 && restarts.get(0).contains("restart 1 of backoffLimit 2"), restarts.get(0));
         assertTrue(lines.get(lines.size() - 1).startsWith("[torchjob] job follow Succeeded"), following.printed());
+        System.out.println("[kubectl torchjob logs -f] " + lines.stream().collect(Collectors.groupingBy(l -> l.substring(0, l.indexOf(']') + 1),
+                java.util.TreeMap::new, Collectors.counting())) + " lines; " + String.join(" | ",
+                lines.stream().filter(l -> l.startsWith("[torchjob]")).toList()));
 
         Kubectl.Result waited = plugin.run("torchjob", "wait", "follow", "-n", ns, "--for", "Succeeded", "--timeout", "10s");
         assertEquals(0, waited.exitCode(), waited.out() + waited.err());
