@@ -108,7 +108,8 @@ public record JobView(
         List<String> types = "Succeeded".equals(phase) ? List.of("Completed", "Succeeded") : List.of("Failed");
         Optional<Condition> ending = conditions.stream().filter(c -> c.status() && types.contains(c.type()))
                 .max(Comparator.comparing(c -> c.at().orElse(Instant.EPOCH)));
-        return Optional.of("job " + name + " " + phase + ending.map(c -> ": " + (c.reason() == null ? "" : c.reason())
+        // The reason is left out where it only repeats the phase (Kubeflow's condition reasons often do).
+        return Optional.of("job " + name + " " + phase + ending.map(c -> (c.reason() == null || c.reason().equals(phase) ? "" : ": " + c.reason())
                 + (c.message() == null || c.message().isBlank() ? "" : " (" + c.message().strip() + ")")).orElse(""));
     }
 
