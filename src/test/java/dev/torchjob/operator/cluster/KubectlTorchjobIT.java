@@ -112,6 +112,8 @@ class KubectlTorchjobIT {
                 plugin.run("torchjob", "logs", "j", "-n", ns, "--type", "launcher"));
         assertOneLine("error: job j has 2 worker replica(s): --index 2 is not one of them (0-1)",
                 plugin.run("torchjob", "logs", "j", "-n", ns, "--type", "worker", "--index", "2"));
+        assertOneLine("error: pod j-master-0 has no container sidecar: it has pytorch",
+                plugin.run("torchjob", "logs", "j", "-n", ns, "-c", "sidecar"));
         assertOneLine("error: unknown command \"delete\": get, describe, wait or logs (see kubectl torchjob --help)",
                 plugin.run("torchjob", "delete", "j"));
 

@@ -240,6 +240,8 @@ class RealNodeIT {
         Kubectl plugin = install.kubectlWithPlugin();
         submitT9k(ns, "follow", "backoffLimit: 2", training("master", "ExitCode", 3) + workers);
         Kubectl.Watch following = plugin.watch("torchjob", "logs", "follow", "-f", "-n", ns);
+        Kubectl.Result timedOut = plugin.run("torchjob", "wait", "follow", "-n", ns, "--for", "Succeeded", "--timeout", "1s");
+        assertEquals(2, timedOut.exitCode(), timedOut.out() + timedOut.err());
 
         assertEquals(0, following.awaitExit(TRAINING), following.printed());
         List<String> lines = following.printed().lines().toList();
@@ -264,15 +266,31 @@ class RealNodeIT {
         assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-0\\s+follow-worker-0\\s+" + RealNode.NAME + "\\s+Succeeded.*")), described);
         String one = plugin.run("torchjob", "logs", "follow", "-n", ns, "--type", "worker", "--index", "1").orFail().out();
         assertTrue(!one.isBlank() && one.lines().allMatch(l -> l.startsWith("[worker-1] ")), one);
+        String stamped = plugin.run("torchjob", "logs", "follow", "-n", ns, "--type", "master", "--timestamps").orFail().out();
+        assertTrue(!stamped.isBlank() && stamped.lines().allMatch(l -> l.matches("\\[master-0\\] \\d{4}-\\d\\d-\\d\\dT\\S+Z .*")), stamped);
+        Thread.sleep(2000); // the last line is older than a second now
+        assertEquals("", plugin.run("torchjob", "logs", "follow", "-n", ns, "--since", "1s").orFail().out(),
+                "nothing in the last second of a job that has ended");
     }
 
     /** Exit 1 under ExitCode is permanent: the job fails at once, naming the pod and the code, and counts nothing. */
     @Test
-    void aReplicaExitingWithOneFailsTheJob() {
+    void aReplicaExitingWithOneFailsTheJob() throws IOException, InterruptedException {
         String ns = install.namespace("exit1");
         String worker = RealNodeJobs.workerExiting(1);
         submitT9k(ns, "exit1", "backoffLimit: 2", training("master", "ExitCode", 3) + worker);
+        // kubectl torchjob, as a script would use it: a follow and a wait, both ending with the failure.
+        Kubectl plugin = install.kubectlWithPlugin();
+        Kubectl.Watch following = plugin.watch("torchjob", "logs", "exit1", "-f", "-n", ns);
+        Kubectl.Watch waiting = plugin.watch("torchjob", "wait", "exit1", "-n", ns, "--for", "Succeeded");
         PyTorchTrainingJob failed = awaitT9k(ns, "exit1", JobPhase.Failed);
+        assertEquals(1, following.awaitExit(Duration.ofSeconds(30)), following.printed());
+        List<String> followed = following.printed().lines().toList();
+        assertTrue(followed.get(followed.size() - 1).startsWith("[torchjob] job exit1 Failed: ")
+                && followed.get(followed.size() - 1).contains("pod exit1-worker-0 (container pytorch) exited with code 1"), following.printed());
+        assertTrue(followed.stream().anyMatch(l -> l.startsWith("[worker-0] ") && l.contains("exiting with code 1 as asked")), following.printed());
+        assertEquals(1, waiting.awaitExit(Duration.ofSeconds(30)), waiting.printed());
+        assertTrue(waiting.printed().strip().endsWith("; not Succeeded"), waiting.printed());
         assertEquals(0, failed.getStatus().backoffCount);
         String message = failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type)).findFirst().orElseThrow().message;
         assertTrue(message.contains("pod exit1-worker-0 (container pytorch) exited with code 1"), message);
