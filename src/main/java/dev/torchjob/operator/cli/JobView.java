@@ -110,7 +110,8 @@ public record JobView(
                 .max(Comparator.comparing(c -> c.at().orElse(Instant.EPOCH)));
         // The reason is left out where it only repeats the phase (Kubeflow's condition reasons often do).
         return Optional.of("job " + name + " " + phase + ending.map(c -> (c.reason() == null || c.reason().equals(phase) ? "" : ": " + c.reason())
-                + (c.message() == null || c.message().isBlank() ? "" : " (" + c.message().strip() + ")")).orElse(""));
+                // One line: the replica's last output that a failure's message carries is in its log already.
+                + (c.message() == null || c.message().isBlank() ? "" : " (" + JobHistory.firstLine(c.message()) + ")")).orElse(""));
     }
 
     /** restarts/backoffLimit, or restarts/- when the job's API sets no limit. */

@@ -91,7 +91,7 @@ class JobViewTest {
         JobView job = kubeflow("""
                 {phase: Failed, backoffCount: 0, conditions: [
                   {type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: "2026-11-26T09:00:01Z"},
-                  {type: Failed, status: "True", reason: PyTorchJobFailed, message: "pod mnist-worker-2 (container pytorch) exited with code 1", lastTransitionTime: "2026-11-26T09:10:00Z"}]}
+                  {type: Failed, status: "True", reason: PyTorchJobFailed, message: "pod mnist-worker-2 (container pytorch) exited with code 1; last output:\\nTraceback", lastTransitionTime: "2026-11-26T09:10:00Z"}]}
                 """);
         assertEquals("0/-", job.restartsOfLimit());
         assertEquals(Optional.of("job mnist Failed: PyTorchJobFailed (pod mnist-worker-2 (container pytorch) exited with code 1)"), job.outcome());
