@@ -15,6 +15,7 @@ import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kubeflow.KubeflowModel;
 import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kModel;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
@@ -76,12 +77,9 @@ public record JobView(
         return Optional.ofNullable(meta.getLabels()).map(l -> l.get(KueueWorkload.QUEUE_LABEL));
     }
 
+    /** A status or metadata time; one that does not parse is absent, as the operator treats it. */
     static Optional<Instant> instant(String time) {
-        try {
-            return Optional.ofNullable(time).map(Instant::parse);
-        } catch (RuntimeException e) {
-            return Optional.empty();
-        }
+        return Optional.ofNullable(StatusTime.parse(time));
     }
 
     public boolean ended() {

@@ -135,7 +135,7 @@ final class ReplicaLogs {
                 }
                 String container = selection.containerOf(pod);
                 Optional<ContainerStatus> status = status(pod, container);
-                if (status.isEmpty() || !started(pod, container)) {
+                if (status.isEmpty() || !hasRun(status.get())) {
                     continue;
                 }
                 String instance = pod.getMetadata().getUid() + "#" + status.get().getRestartCount();
@@ -191,10 +191,11 @@ final class ReplicaLogs {
                     out.println(prefix + line);
                 }
             } catch (KubernetesClientException e) {
-                if (e.getCode() == 403 || e.getCode() == 401 || e.getCode() == 0) {
+                if (e.getCode() == 403 || e.getCode() == 401) {
                     streamFailure.compareAndSet(null, cluster.failure("get", "pods/log", e));
                 }
-                // else: the pod went away while being read; a new one is found on the next look
+                // else: the pod went away while being read (a new one is found on the next look), or the
+                // cluster did (the next look's list says so)
             } catch (java.io.IOException | RuntimeException e) {
                 // the stream was cut (pod deleted, connection closed): the next look finds what replaced it
             }
@@ -227,8 +228,11 @@ final class ReplicaLogs {
 
     /** Whether the container has run (running now, or ended): only then does the kubelet have a log. */
     private static boolean started(Pod pod, String container) {
-        return status(pod, container).map(s -> s.getState() != null
-                && (s.getState().getRunning() != null || s.getState().getTerminated() != null)).orElse(false);
+        return status(pod, container).map(ReplicaLogs::hasRun).orElse(false);
+    }
+
+    private static boolean hasRun(ContainerStatus status) {
+        return status.getState() != null && (status.getState().getRunning() != null || status.getState().getTerminated() != null);
     }
 
     private static void sleep() {
