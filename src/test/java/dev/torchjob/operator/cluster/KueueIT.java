@@ -102,11 +102,22 @@ class KueueIT {
             cluster.awaitJob("j", j -> "KueueUnavailable".equals(reasonOf(j, JobCondition.QUEUED)));
             assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);
             assertEquals(List.of(), cluster.pods());
+            // What `kubectl torchjob` tells the user meanwhile: the queue, and not admitted.
+            Kubectl plugin = install.kubectlWithPlugin();
+            List<String> row = KubectlIT.columns(plugin.run("torchjob", "get", "j", "-n", cluster.namespace).orFail().out().lines().toList().get(1));
+            assertEquals(List.of("j", "PyTorchTrainingJob", "Pending", "3"), row.subList(0, 4));
+            assertEquals("user-queue", row.get(5));
+            Kubectl.Result notAdmitted = plugin.run("torchjob", "wait", "j", "-n", cluster.namespace, "--for", "Admitted", "--timeout", "1s");
+            assertEquals(2, notAdmitted.exitCode(), notAdmitted.err());
+            assertEquals("timed out after 1s waiting for job j to be Admitted (it is Pending)", notAdmitted.err().strip());
 
             kueue = KueueInstall.start(install.cluster);
+            Kubectl.Watch admission = plugin.watch("torchjob", "wait", "j", "-n", cluster.namespace, "--for", "Admitted");
             kueue.queues(cluster.namespace, "4");
             // Nothing tells the operator Kueue arrived: a job waiting for it is looked at again every minute.
             await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() -> cluster.pods().size() == 3);
+            assertEquals(0, admission.awaitExit(Duration.ofSeconds(30)), admission.printed());
+            assertEquals("job j Admitted", admission.printed().strip());
             cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
             assertEquals("kwok", cluster.pod("j-worker-0").getSpec().getNodeSelector().get("type"), "the flavor's node label");
             assertEquals(cluster.namespace, cluster.pod("j-master-0").getMetadata().getLabels().get("kueue.x-k8s.io/cluster-queue-name"));

@@ -246,8 +246,8 @@ class FailureHandlingTest {
 
     /**
      * The API server fails the event that reports a restart or the outcome (a 500, past the client's own
-     * ten retries, about 20 s): the pass stops before the status that records it, and the next pass writes
-     * both, the event once.
+     * ten retries: about 20 s as shipped, 10 ms apart in this tier): the pass stops before the status that
+     * records it, and the next pass writes both, the event once.
      */
     @ParameterizedTest(name = "{0}")
     @CsvSource({"restart, ReplicaRestarted", "outcome, Succeeded"})
