@@ -152,6 +152,10 @@ public final class RealNode implements AutoCloseable {
         // route is to the Services' range, through the node (CNI config below), where kube-proxy sends it
         // to a pod or to the relay; whatever else reaches the node from the bridge is never forwarded.
         command("ip", "link", "add", BRIDGE, "type", "bridge");
+        // Its MAC address set to itself, as the CNI bridge plugin does for a bridge it makes: a bridge left to
+        // choose takes the lowest of its ports' and changes when that pod goes, and every other pod, holding
+        // the old one for the gateway, lost CoreDNS and the Services for 30-50 s (PyTorch's rendezvous stalled).
+        command("ip", "link", "set", BRIDGE, "address", Files.readString(Path.of("/sys/class/net", BRIDGE, "address")).strip());
         command("ip", "addr", "add", GATEWAY + "/24", "dev", BRIDGE);
         command("ip", "link", "set", BRIDGE, "up");
         command("iptables", "-N", GUARD_CHAIN);
