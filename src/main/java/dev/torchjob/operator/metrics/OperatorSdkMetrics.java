@@ -27,21 +27,27 @@ import io.micrometer.core.instrument.MeterRegistry;
 public class OperatorSdkMetrics implements Metrics {
     private final Metrics sdk;
     private final JobMetrics jobs;
+    private final ActingReplica replica;
     private final Counter reconcileErrors;
 
     @Inject
-    public OperatorSdkMetrics(MeterRegistry registry, JobMetrics jobs) {
+    public OperatorSdkMetrics(MeterRegistry registry, JobMetrics jobs, ActingReplica replica) {
         this.sdk = MicrometerMetrics.withoutPerResourceMetrics(registry);
         this.jobs = jobs;
+        this.replica = replica;
         // Registered at start, so alerts and panels on it have data before the first error.
         this.reconcileErrors = Counter.builder("pytorchtrainingjob_reconcile_errors")
                 .description("Reconciliations of jobs (both kinds) that ended in an error: a step the API server refused, or any other (retried with back-off)")
                 .register(registry);
     }
 
+    /**
+     * JOSDK tells every replica of every event, the standing-by ones too (their informers run, only their
+     * reconciling waits for the Lease): a deletion is counted by the replica that acts on jobs alone.
+     */
     @Override
     public void eventReceived(Event event, Map<String, Object> metadata) {
-        if (event instanceof ResourceEvent resourceEvent && resourceEvent.getAction() == ResourceAction.DELETED
+        if (event instanceof ResourceEvent resourceEvent && resourceEvent.getAction() == ResourceAction.DELETED && replica.acting()
                 && resourceEvent.getResource().map(r -> r instanceof PyTorchTrainingJob || r instanceof PyTorchJob).orElse(false)) {
             jobs.jobDeleted(resourceEvent.getResource().get().getKind(), event.getRelatedCustomResourceID());
         }

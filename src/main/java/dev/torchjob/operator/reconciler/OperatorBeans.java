@@ -10,6 +10,7 @@ import jakarta.inject.Singleton;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.metrics.ActingReplica;
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import io.quarkus.arc.DefaultBean;
 
@@ -38,5 +39,11 @@ public class OperatorBeans {
     @Dependent
     LeaderElectionConfiguration leaderElection(Leadership leadership) {
         return leadership.configuration();
+    }
+
+    @Produces
+    @Singleton
+    ActingReplica actingReplica(Leadership leadership) {
+        return leadership::working;
     }
 }

@@ -253,6 +253,10 @@ class OperatorInClusterIT {
             admin.resources(PyTorchTrainingJob.class).inNamespace(ns).withName("restarted").delete();
             String deleted = "sum(training_operator_jobs_deleted_total{job_namespace=\"" + ns + "\"})";
             await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(500)).until(() -> prometheus.value(deleted) >= 1.0);
+            // Both replicas watch the jobs; summed over them (as the dashboard does) the one deletion is one,
+            // through several scrapes of each (every second).
+            await("one deletion, summed over both replicas").atMost(Duration.ofSeconds(30)).during(Duration.ofSeconds(4))
+                    .pollInterval(Duration.ofMillis(500)).until(() -> prometheus.value(deleted) == 1.0);
             System.out.printf("in-cluster Prometheus: %s = %s; per instance %s%n", deleted, prometheus.value(deleted),
                     prometheus.query("training_operator_jobs_deleted_total{job_namespace=\"" + ns + "\"}"));
             assertEquals(List.of(), prometheus.shippedQueriesWithoutData(dev.torchjob.operator.metrics.MonitoringRulesTest.shippedQueries()),

@@ -136,4 +136,24 @@ class JobMetricsTest {
         assertEquals(1.0, registry.find("pytorchtrainingjob_jobs").tag("kind", "PyTorchTrainingJob").tag("phase", "Pending").gauge().value(),
                 "a job of each kind named m: both counted");
     }
+
+    /**
+     * Every replica's informers see a job deleted; a sum over replicas (what dashboards and alerts take)
+     * must count the deletion once: the replica standing by does not count it.
+     */
+    @Test
+    void aDeletionIsCountedByTheActingReplicaOnly() {
+        PyTorchTrainingJob job = job();
+        var deleted = new io.javaoperatorsdk.operator.processing.event.source.controller.ResourceEvent(
+                io.javaoperatorsdk.operator.processing.event.source.ResourceAction.DELETED,
+                io.javaoperatorsdk.operator.processing.event.ResourceID.fromResource(job), job);
+        SimpleMeterRegistry standingBy = new SimpleMeterRegistry();
+        new OperatorSdkMetrics(standingBy, new JobMetrics(standingBy, Clock.fixed(T0, ZoneOffset.UTC)), () -> false)
+                .eventReceived(deleted, java.util.Map.of());
+        var notCounted = standingBy.find("training_operator_jobs_deleted").tag("job_namespace", "team-a").counter();
+        assertEquals(0.0, notCounted == null ? 0.0 : notCounted.count(), "the replica standing by");
+
+        new OperatorSdkMetrics(registry, metrics, () -> true).eventReceived(deleted, java.util.Map.of());
+        assertEquals(1.0, count("training_operator_jobs_deleted"), "the acting replica");
+    }
 }
