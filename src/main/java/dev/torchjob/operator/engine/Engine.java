@@ -78,6 +78,8 @@ public final class Engine {
         private Duration recheckAfter;
         private Plan.CreationReport podsCreated;
         private boolean deleteJob;
+        /** A fault whose verdict waits for the other replicas: what the status says meanwhile. */
+        private String incidentUnderWay;
 
         // The next state, starting from the previous one.
         private Phase phase;
@@ -186,10 +188,20 @@ public final class Engine {
                 Optional<Instant> restartAt = ledger.restartAt(slot.podName()).filter(now::isBefore);
                 if (pod != null) {
                     if (ledger.isCounted(pod)) {
-                        // Restart already counted (maybe by an earlier operator run): finish it when it is due, count
-                        // nothing. Until then the failed pod stays, so its logs can still be read.
-                        restartAt.ifPresentOrElse(this::recheckAt, () -> deleteUnlessTerminating(pod, DeletionReason.RESTART));
-                    } else if (!Pods.isTerminating(pod)) {
+                        // Restart already counted (maybe by an earlier operator run): count nothing. A pod still running
+                        // (a survivor of a group restart) is ended at once; a failed one stays until its back-off is due,
+                        // so its logs can still be read.
+                        if (restartAt.isPresent() && Pods.replicaPhase(pod).isFinished()) {
+                            recheckAt(restartAt.get());
+                        } else {
+                            deleteUnlessTerminating(pod, DeletionReason.RESTART);
+                        }
+                    } else if (Pods.isTerminating(pod)) {
+                        if (job.restartsAsGroup() && java.util.Objects.equals(uidOf(pod), lastUid)) {
+                            // Being deleted by someone else (kubectl delete pod, an eviction): it stops from outside, now.
+                            stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
+                        }
+                    } else {
                         // The kubelet restarts containers itself under pod restartPolicy OnFailure and Always.
                         int restarts = Pods.containerRestarts(pod);
                         int counted = view.restartsInPlaceCounted(pod);
@@ -215,6 +227,18 @@ public final class Engine {
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             int limit = job.runPolicy().backoffLimit();
+            if (job.restartsAsGroup()) {
+                List<Stopped> failures = new ArrayList<>(stopped.stream().filter(Stopped::isFailure).toList());
+                inPlace.forEach(r -> failures.add(new Stopped(r.slot(), ReplicaEnding.restartedInPlace(r.pod()), uidOf(r.pod()), r.pod())));
+                if (!failures.isEmpty()) {
+                    Optional<Decision> ended = incident(topology, Incident.of(failures), inPlace, missing);
+                    if (ended.isPresent()) {
+                        return ended.get();
+                    }
+                    stopped.removeIf(Stopped::isFailure);
+                    inPlace.clear();
+                }
+            }
             for (RestartedInPlace restarted : inPlace) {
                 Optional<Decision> spent = countInPlace(restarted, limit, topology);
                 if (spent.isPresent()) {
@@ -270,8 +294,133 @@ public final class Engine {
             initialized = allCreated || previous.initialized();
             running = allRunning || previous.running();
             phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
-            boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries();
-            return decided(new Situation.Active(replicaFailure, replicaFailureMessage(restart.failures()), cannotStart));
+            boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries() || incidentUnderWay != null;
+            return decided(new Situation.Active(replicaFailure, incidentUnderWay != null ? incidentUnderWay
+                    : replicaFailureMessage(restart.failures()), cannotStart));
+        }
+
+        // ---- group restarts ---------------------------------------------------------------------------
+
+        /**
+         * A fault of a job that restarts as a group. The verdict waits until every replica has stopped, or
+         * {@link Incident#SETTLE} has passed since the first failure; then a cause its policy does not restart
+         * fails the job, one the budget cannot pay for too, and otherwise the replicas restart together for
+         * one restart of the budget. Returns the decision when the job ends.
+         */
+        private Optional<Decision> incident(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace,
+                List<ReplicaSlot> missing) {
+            Set<String> failed = new java.util.HashSet<>();
+            failed.add(incident.cause().slot().podName());
+            incident.consequences().forEach(s -> failed.add(s.slot().podName()));
+            List<String> running = topology.slots().stream().map(ReplicaSlot::podName)
+                    .filter(name -> !failed.contains(name) && isStillRunning(pods.get(name))).toList();
+            Optional<Instant> settles = incident.settlesAt();
+            if (!running.isEmpty() && settles.isPresent() && now.isBefore(settles.get())) {
+                recheckAt(settles.get());
+                incidentUnderWay = incident.story() + "; waiting until " + settles.get() + " for " + String.join(", ", running)
+                        + " before deciding";
+                return Optional.empty();
+            }
+            Stopped cause = incident.cause();
+            int limit = job.runPolicy().backoffLimit();
+            if (!RestartRules.isRestartable(cause.policy(), cause.ending(), job.retryableExitCodes())) {
+                recordIncident(incident, null);
+                String message = cause.ending().withOutput(incident.story() + "; restartPolicy " + cause.policy() + " does not restart "
+                        + cause.slot().podName());
+                events.add(JobEvent.warning("ReplicaFailed", message).about(cause.podUid()));
+                return Optional.of(end(Outcome.ReplicaFailedPermanently, message, topology));
+            }
+            if (ledger.backoffCount() + 1 > job.runPolicy().restartsAllowed()) {
+                recordIncident(incident, null);
+                String message = cause.ending().withOutput(incident.story() + "; the restart budget is spent (backoffCount "
+                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
+                events.add(JobEvent.warning("ReplicaFailed", message).about(cause.podUid()));
+                return Optional.of(end(Outcome.BackoffLimitExceeded, message, topology));
+            }
+            restartGroup(topology, incident, inPlace, missing, limit);
+            return Optional.empty();
+        }
+
+        /** Alive as far as the pods show: not being deleted and not finished. */
+        private boolean isStillRunning(Pod pod) {
+            return pod != null && !Pods.isTerminating(pod) && !ledger.isCounted(pod) && !Pods.replicaPhase(pod).isFinished();
+        }
+
+        /**
+         * Counts the incident once and ends the group: every pod of the replicas goes (a survivor at once, a
+         * failed one when the back-off is due), except those the kubelet already restarted in place, which
+         * re-form the group by themselves; the new pods come once their names are free.
+         */
+        private void restartGroup(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing,
+                int limit) {
+            Stopped cause = incident.cause();
+            // Faults in a row of the job as a whole, whichever rank failed: the back-off grows with them.
+            boolean ranLongEnough = cause.ending().ran() != null && cause.ending().ran().compareTo(backoff.resetAfter()) >= 0;
+            int inARow = ranLongEnough ? 0 : previous.replicaGroups().stream().flatMap(g -> g.replicas().stream())
+                    .mapToInt(ReplicaState::failuresInARow).max().orElse(0);
+            Duration delay = backoff.delay(inARow);
+            Instant restartAt = delay.isZero() ? null : now.plus(delay);
+            ledger.countIncident();
+            recordIncident(incident, inARow + 1);
+            Map<String, RestartedInPlace> restartedInPlace = inPlace.stream()
+                    .collect(Collectors.toMap(r -> r.slot().podName(), r -> r, (a, b) -> a));
+            List<String> stoppedWithIt = new ArrayList<>();
+            for (ReplicaSlot slot : topology.slots()) {
+                RestartedInPlace restarted = restartedInPlace.get(slot.podName());
+                if (restarted != null) {
+                    view.restartedInPlace(ReplicaEnding.restartedInPlace(restarted.pod()), restarted.restarts());
+                    continue;
+                }
+                Pod pod = pods.get(slot.podName());
+                ReplicaState known = previous.replica(slot.podName());
+                String uid = pod != null ? uidOf(pod) : createdPods.getOrDefault(slot.podName(), known == null ? null : known.uid());
+                if (uid == null) {
+                    continue; // not created yet: nothing to end
+                }
+                if (!ledger.isCounted(slot.podName(), uid)) {
+                    ledger.mark(slot.podName(), uid, restartAt);
+                }
+                if (pod == null) {
+                    if (restartAt == null) {
+                        missing.add(slot);
+                    } else {
+                        recheckAt(restartAt);
+                    }
+                } else if (restartAt != null && Pods.replicaPhase(pod).isFinished()) {
+                    recheckAt(restartAt);
+                } else {
+                    if (isStillRunning(pod)) {
+                        stoppedWithIt.add(slot.podName());
+                    }
+                    deleteUnlessTerminating(pod, DeletionReason.RESTART);
+                }
+            }
+            restartsThisPass.merge(cause.slot().type(), 1, Integer::sum);
+            ReplicaEnding ending = cause.ending();
+            restarts.add(new Plan.RestartCounted(cause.slot().type(), ending.exitCode() != null
+                    && (ending.cause() == ReplicaEnding.Cause.FAILED || ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE)
+                            ? ending.exitCode().toString() : ending.cause().name().toLowerCase(),
+                    ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE));
+            String message = incident.story()
+                    + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
+                    + "; the job restarts as a group (restart " + ledger.backoffCount()
+                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit)
+                    + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
+            events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
+        }
+
+        /** What the status keeps of an incident: each replica's last failure, the cause's and the consequences'. */
+        private void recordIncident(Incident incident, Integer inARow) {
+            ReplicaEnding cause = incident.cause().ending();
+            if (inARow == null) {
+                view.failed(cause);
+            } else {
+                view.failed(cause, inARow);
+            }
+            for (Stopped consequence : incident.consequences()) {
+                ReplicaEnding ending = consequence.ending();
+                view.failed(ending.podName(), ending.withOutput(ending.summary() + ", after " + cause.podName() + " had stopped (a consequence)"));
+            }
         }
 
         /**

@@ -3,6 +3,7 @@ package dev.torchjob.operator.engine;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,13 +17,20 @@ import io.fabric8.kubernetes.api.model.PodCondition;
  * and events name (pod, container, exit code).
  */
 public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String output,
-        Duration ran) {
+        Duration ran, Instant at) {
 
     /**
      * The most of a container's termination message (its last log lines, with
      * FallbackToLogsOnError) that is kept: the end, where a traceback says what went wrong.
      */
     public static final int MAX_OUTPUT = 1024;
+
+    /**
+     * What a rank prints when a peer of its process group is gone (gloo, NCCL, torch.distributed): its own
+     * failure is then a consequence of another's, not a fault of its own.
+     */
+    private static final List<String> LOST_PEER = List.of("closed by peer", "reset by peer", "Broken pipe", "DistBackendError",
+            "DistNetworkError", "ncclRemoteError", "NCCL communicator was aborted", "Watchdog caught collective operation timeout");
 
     public enum Cause {
         /** The pod ended in phase Failed. */
@@ -44,13 +52,27 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         String reason = terminated.map(ContainerStateTerminated::getReason).orElse(null);
         String output = tail(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
         Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
+        Instant at = terminated.map(t -> time(t.getFinishedAt())).orElse(null);
         String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
         if (isEvicted(pod)) {
             return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode,
-                    podReason != null ? podReason : "DisruptionTarget", output, ran);
+                    podReason != null ? podReason : "DisruptionTarget", output, ran, at != null ? at : disruptedAt(pod));
         }
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason, output, ran);
+                reason != null ? reason : podReason, output, ran, at);
+    }
+
+    /**
+     * A pod being deleted by someone else (kubectl delete pod, an eviction, a drain): it stops from outside,
+     * at the moment the deletion was asked for (its deletion timestamp less its grace period).
+     */
+    public static ReplicaEnding ofDeletedPod(Pod pod) {
+        if (isEvicted(pod)) {
+            ReplicaEnding evicted = ofFailedPod(pod);
+            return new ReplicaEnding(Cause.EVICTED, evicted.podName(), evicted.container(), evicted.exitCode(), evicted.reason(),
+                    evicted.output(), evicted.ran(), evicted.at() != null ? evicted.at() : deletionAskedAt(pod));
+        }
+        return new ReplicaEnding(Cause.VANISHED, pod.getMetadata().getName(), null, null, "PodDeleted", null, null, deletionAskedAt(pod));
     }
 
     /** The last in-place restart of the pod's containers: how the container that restarted ended (the training one first). */
@@ -66,11 +88,47 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         ContainerStateTerminated last = restarted == null || restarted.getLastState() == null ? null : restarted.getLastState().getTerminated();
         return new ReplicaEnding(Cause.RESTARTED_IN_PLACE, pod.getMetadata().getName(), restarted == null ? null : restarted.getName(),
                 last == null ? null : last.getExitCode(), last == null ? null : last.getReason(),
-                last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last));
+                last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last),
+                last == null ? null : time(last.getFinishedAt()));
     }
 
+    /** A pod gone before any pass saw it being deleted: when is not known. */
     public static ReplicaEnding vanished(String podName) {
-        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null);
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null);
+    }
+
+    /** A Kubernetes time (whole seconds, as the API serves them); null when absent or unreadable. */
+    private static Instant time(String value) {
+        try {
+            return value == null ? null : Instant.parse(value).truncatedTo(ChronoUnit.SECONDS);
+        } catch (DateTimeParseException e) {
+            return null;
+        }
+    }
+
+    private static Instant deletionAskedAt(Pod pod) {
+        Instant deadline = time(pod.getMetadata().getDeletionTimestamp());
+        Long grace = pod.getMetadata().getDeletionGracePeriodSeconds();
+        return deadline == null ? null : grace == null ? deadline : deadline.minusSeconds(grace);
+    }
+
+    private static Instant disruptedAt(Pod pod) {
+        List<PodCondition> conditions = pod.getStatus() == null ? null : pod.getStatus().getConditions();
+        return conditions == null ? null : conditions.stream().filter(c -> "DisruptionTarget".equals(c.getType()))
+                .map(c -> time(c.getLastTransitionTime())).filter(java.util.Objects::nonNull).findFirst().orElse(null);
+    }
+
+    /**
+     * It stopped from outside the training code: deleted, evicted, killed for memory, or by a signal
+     * (exit code above 128). Of failures in the same second, one of these is taken as the cause.
+     */
+    boolean fromOutside() {
+        return cause == Cause.VANISHED || cause == Cause.EVICTED || "OOMKilled".equals(reason) || (exitCode != null && exitCode > 128);
+    }
+
+    /** Its last output says a peer of its process group was gone: a consequence of another rank's failure. */
+    boolean showsLostPeer() {
+        return output != null && LOST_PEER.stream().anyMatch(output::contains);
     }
 
     /** How long the container ran, from its start and finish times; null when either is missing. */
@@ -95,7 +153,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     public static ReplicaEnding succeeded(Pod pod) {
         Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
-        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null);
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null, null);
     }
 
     /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */

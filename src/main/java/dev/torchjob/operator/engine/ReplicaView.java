@@ -58,6 +58,11 @@ final class ReplicaView {
         failures.put(ending.podName(), ending.describe());
     }
 
+    /** How a replica's last pod ended, as the status says it. */
+    void failed(String podName, String lastFailure) {
+        failures.put(podName, lastFailure);
+    }
+
     void failed(ReplicaEnding ending, int inARow) {
         failed(ending);
         failuresInARow.put(ending.podName(), inARow);

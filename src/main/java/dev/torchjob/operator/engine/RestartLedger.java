@@ -58,6 +58,16 @@ final class RestartLedger {
         counted.add(new CountedRestart(podName, uid, restartAt));
     }
 
+    /** One incident of a job restarting as a group: one restart of the budget, whatever number of pods it replaces. */
+    void countIncident() {
+        backoffCount++;
+    }
+
+    /** A pod replaced by a restart already counted: never counted again. */
+    void mark(String podName, String uid, Instant restartAt) {
+        counted.add(new CountedRestart(podName, uid, restartAt));
+    }
+
     /** A restart the kubelet made in place: it costs budget, but no pod is waiting to be replaced. */
     void countInPlace() {
         backoffCount++;

@@ -49,7 +49,7 @@ public record TrainingJob(
      * ttlSecondsAfterFinished from its completion time, null: the job is kept.
      */
     public record RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule,
-            Long ttlSecondsAfterFinished) {
+            Long ttlSecondsAfterFinished, RestartScope restartScope) {
         public RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy) {
             this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, BudgetRule.LIMIT_IS_RESTARTS_ALLOWED, null);
         }
@@ -58,9 +58,45 @@ public record TrainingJob(
             this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, budgetRule, null);
         }
 
+        public RunPolicy(int backoffLimit, Long activeDeadlineSeconds, CleanPodPolicy cleanPodPolicy, BudgetRule budgetRule,
+                Long ttlSecondsAfterFinished) {
+            this(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, budgetRule, ttlSecondsAfterFinished, RestartScope.Job);
+        }
+
+        public RunPolicy withRestartScope(RestartScope scope) {
+            return new RunPolicy(backoffLimit, activeDeadlineSeconds, cleanPodPolicy, budgetRule, ttlSecondsAfterFinished, scope);
+        }
+
         /** How many restarts the job may make before the next failure fails it. */
         public int restartsAllowed() {
             return budgetRule == BudgetRule.FAILS_WHEN_RESTARTS_REACH_LIMIT ? backoffLimit - 1 : backoffLimit;
+        }
+    }
+
+    /**
+     * What a replica's failure restarts. A non-elastic job is one process group: once a rank is gone
+     * every other rank fails in its next collective, or blocks in it.
+     */
+    public enum RestartScope {
+        /** The job's replicas restart together, one restart counted per fault (the default). */
+        Job,
+        /** Each replica restarts on its own and each failure is counted (Kubeflow's v1 behaviour). */
+        Replica;
+
+        /** The annotation that sets it, on a job of either kind. */
+        public static final String ANNOTATION = "torchjob.dev/restart-scope";
+
+        /** The scope a job's annotations ask for (Job when they say nothing); see {@link #problemWith}. */
+        public static RestartScope of(Map<String, String> annotations) {
+            String value = annotations == null ? null : annotations.get(ANNOTATION);
+            return Replica.name().equals(value) ? Replica : Job;
+        }
+
+        /** A value of the annotation that is neither scope, in one line. */
+        public static Optional<String> problemWith(Map<String, String> annotations) {
+            String value = annotations == null ? null : annotations.get(ANNOTATION);
+            return value == null || Job.name().equals(value) || Replica.name().equals(value) ? Optional.empty()
+                    : Optional.of("metadata.annotations[" + ANNOTATION + "] \"" + value + "\" must be Job or Replica");
         }
     }
 
@@ -107,6 +143,14 @@ public record TrainingJob(
         public boolean contains(int exitCode) {
             return this == FROM_128 ? exitCode >= 128 : codes.contains(exitCode);
         }
+    }
+
+    /**
+     * Whether a failure restarts every replica together. Elastic jobs restart replicas one by one: torchrun's
+     * rendezvous takes the survivors into a new round by itself.
+     */
+    public boolean restartsAsGroup() {
+        return !elastic && runPolicy.restartScope() == RestartScope.Job;
     }
 
     /**

@@ -29,7 +29,8 @@ public final class KubeflowModel {
     public static TrainingJob job(PyTorchJob job) {
         PyTorchJobSpec spec = job.getSpec();
         var meta = job.getMetadata();
-        TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy);
+        TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy)
+                .withRestartScope(TrainingJob.RestartScope.of(meta.getAnnotations()));
         RunMode runMode = spec != null && spec.runPolicy != null && Boolean.TRUE.equals(spec.runPolicy.suspend) ? RunMode.PAUSE : RunMode.TRAIN;
         Optional<String> problem = KubeflowSpecValidator.problemWith(job);
         if (problem.isPresent()) {

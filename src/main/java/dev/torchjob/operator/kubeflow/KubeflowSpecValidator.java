@@ -11,6 +11,7 @@ import dev.torchjob.operator.api.kubeflow.KubeflowReplicaSpec;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobSpec;
 import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.podtemplate.PodTemplateCheck;
 
 /**
@@ -32,6 +33,10 @@ public final class KubeflowSpecValidator {
         if (name == null || !DNS_1035.matcher(name).matches()) {
             return Optional.of("metadata.name \"" + name + "\" must be a DNS-1035 label (lowercase letters, digits and '-', "
                     + "starting with a letter) because it names the job's Services; rename the job");
+        }
+        Optional<String> scope = TrainingJob.RestartScope.problemWith(job.getMetadata().getAnnotations());
+        if (scope.isPresent()) {
+            return scope;
         }
         PyTorchJobSpec spec = job.getSpec();
         if (spec != null && spec.unreadable != null) {

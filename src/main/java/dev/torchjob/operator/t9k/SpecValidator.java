@@ -11,6 +11,7 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.podtemplate.PodTemplateCheck;
 
 /**
@@ -33,6 +34,10 @@ public final class SpecValidator {
         if (name == null || !DNS_1035.matcher(name).matches()) {
             return Optional.of("metadata.name \"" + name + "\" must be a DNS-1035 label (lowercase letters, digits and '-', "
                     + "starting with a letter) because it names the job's Service; rename the job");
+        }
+        Optional<String> scope = TrainingJob.RestartScope.problemWith(job.getMetadata().getAnnotations());
+        if (scope.isPresent()) {
+            return scope;
         }
         PyTorchTrainingJobSpec spec = job.getSpec();
         if (spec != null && spec.unreadable != null) {

@@ -34,7 +34,8 @@ public final class T9kModel {
     public static TrainingJob job(PyTorchTrainingJob job) {
         PyTorchTrainingJobSpec spec = job.getSpec();
         var meta = job.getMetadata();
-        TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy);
+        TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy)
+                .withRestartScope(TrainingJob.RestartScope.of(meta.getAnnotations()));
         RunMode runMode = runMode(spec);
         Optional<String> problem = SpecValidator.problemWith(job);
         if (problem.isPresent()) {

@@ -78,6 +78,14 @@ class EngineTest {
             this.job = job;
         }
 
+        /** The job restarts each replica on its own (restart scope Replica), as Kubeflow v1 does. */
+        Run perReplica() {
+            job = new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(),
+                    job.runPolicy().withRestartScope(TrainingJob.RestartScope.Replica), job.runMode(), job.successRule(),
+                    job.retryableExitCodes(), job.elastic(), job.problem());
+            return this;
+        }
+
         static TrainingJob job(int workers, int backoffLimit) {
             return new TrainingJob("j", "ns", "job-uid", 1L,
                     List.of(new ReplicaGroup("master", 1, RestartPolicy.OnFailure), new ReplicaGroup("worker", workers, RestartPolicy.OnFailure)),
@@ -207,7 +215,7 @@ class EngineTest {
 
     @Test
     void restartsTheKubeletMakesInPlaceAreEachCountedOnceAcrossPassesAndOperatorRestarts() {
-        Run run = new Run(kubeflowRules(Run.workersOnly(2, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 3));
+        Run run = new Run(kubeflowRules(Run.workersOnly(2, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 3)).perReplica();
         run.pass();
         String uid = run.pods.get("j-worker-1").getMetadata().getUid();
         run.restartInPlace("j-worker-1", 1);
@@ -238,7 +246,7 @@ class EngineTest {
 
     @Test
     void severalInPlaceRestartsBetweenTwoPassesAreAllCounted() {
-        Run run = new Run(kubeflowRules(Run.workersOnly(1, RestartPolicy.Always, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 10));
+        Run run = new Run(kubeflowRules(Run.workersOnly(1, RestartPolicy.Always, SuccessRule.ALL_REPLICAS, RetryableExitCodes.FROM_128), 10)).perReplica();
         run.pass();
         run.restartInPlace("j-worker-0", 1);
         run.restartInPlace("j-worker-0", 1);
@@ -249,7 +257,7 @@ class EngineTest {
 
     @Test
     void aBackoffLimitLoweredBelowTheRestartsSpentFailsTheJobAtTheNextFailureOnly() {
-        Run run = new Run(1, 3);
+        Run run = new Run(1, 3).perReplica();
         run.pass();
         for (int restart = 0; restart < 2; restart++) {
             run.fail("j-worker-0", 1);
@@ -259,6 +267,7 @@ class EngineTest {
         assertEquals(2, run.state.backoffCount());
 
         run.job = Run.job(1, 1); // the user lowers the limit below what is spent
+        run.perReplica();
         Decision calm = run.pass();
         assertEquals(Phase.Running, calm.state().phase(), "no replica failed: the job goes on");
 
@@ -272,7 +281,7 @@ class EngineTest {
 
     @Test
     void replicasOfOneTypeFailingTogetherAreEachCountedAgainstTheBudgetAndTheirGroup() {
-        Run run = new Run(3, 5);
+        Run run = new Run(3, 5).perReplica();
         run.pass();
         run.fail("j-worker-0", 1);
         run.fail("j-worker-2", 1);
@@ -288,7 +297,7 @@ class EngineTest {
 
     @Test
     void twoFailuresWithOneRestartLeftFailTheJobNamingTheOneTheBudgetCannotPayFor() {
-        Run run = new Run(2, 1);
+        Run run = new Run(2, 1).perReplica();
         run.pass();
         run.fail("j-worker-0", 1);
         run.fail("j-worker-1", 1);
@@ -300,9 +309,14 @@ class EngineTest {
 
     @Test
     void aCrashLoopingReplicaWaitsLongerAtEachFailureAndFromTheStartAgainAfterALongRun() {
-        Run run = new Run(1, 10);
+        Run run = new Run(1, 10).perReplica();
         run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(10));
         run.pass(); // one worker, ten restarts, a back-off capped at 30 s
+        run.fail("j-worker-0", 2);
+        Decision first = run.pass();
+        assertEquals(Optional.empty(), first.recheckAfter(), "a first failure restarts at once");
+        assertEquals(1, first.podsToDelete().size());
+        assertEquals(1, run.pass().podsToCreate().size());
         for (long expected : new long[] {10, 20, 30, 30}) {
             run.fail("j-worker-0", 2);
             Decision counted = run.pass();
@@ -316,20 +330,24 @@ class EngineTest {
             assertEquals(1, run.pass().podsToDelete().size(), "due: the old pod goes");
             assertEquals(1, run.pass().podsToCreate().size(), "and the new one comes");
         }
-        assertEquals(4, run.state.backoffCount(), "each restart counted once");
+        assertEquals(5, run.state.backoffCount(), "each restart counted once");
         run.fail("j-worker-0", 2, Duration.ofMinutes(10));
-        assertEquals(Optional.of(Duration.ofSeconds(10)), run.pass().recheckAfter(), "a long run resets the back-off");
+        Decision afterLongRun = run.pass();
+        assertEquals(Optional.empty(), afterLongRun.recheckAfter(), "a long run resets the back-off: at once again");
+        assertEquals(1, afterLongRun.podsToDelete().size());
     }
 
     @Test
     void aReplicaDeletedBySomeoneElseAlsoWaitsItsBackOff() {
-        Run run = new Run(1, 10);
+        Run run = new Run(1, 10).perReplica();
         run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
         run.pass();
-        run.pass(); // the status now names the pods' UIDs: a missing pod is one that vanished
+        run.fail("j-worker-0", 2);
+        run.pass(); // a first failure: restarted at once
+        run.pass(); // the status now names the new pod's UID: a missing pod is one that vanished
         run.pods.remove("j-worker-0");
         Decision counted = run.pass();
-        assertEquals(1, counted.state().backoffCount());
+        assertEquals(2, counted.state().backoffCount());
         assertTrue(counted.podsToCreate().isEmpty());
         run.now = run.now.plusSeconds(10);
         assertEquals(List.of("j-worker-0"), run.pass().podsToCreate().stream().map(r -> r.slot().podName()).toList());
@@ -337,7 +355,7 @@ class EngineTest {
 
     @Test
     void aPodDeletedBeforeAnyPassSawItIsCountedAsARestart() {
-        Run run = new Run(1, 3);
+        Run run = new Run(1, 3).perReplica();
         run.pass();
         run.pass(); // the status names the first pods
         run.fail("j-worker-0", 1);
@@ -357,9 +375,11 @@ class EngineTest {
      */
     @Test
     void aRestartDecidedAgainFromTheSameStateSaysItOfTheSameThing() {
-        Run run = new Run(1, 10);
+        Run run = new Run(1, 10).perReplica();
         run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(10));
         run.pass();
+        run.fail("j-worker-0", 2);
+        run.pass(); // a first failure: restarted at once
         run.pass();
         String uid = run.pods.get("j-worker-0").getMetadata().getUid();
         run.fail("j-worker-0", 2);
@@ -373,7 +393,7 @@ class EngineTest {
         assertNotEquals(first.message(), again.message(), "the due time moved on; the subject, not the wording, names the event");
 
         Run inPlace = new Run(kubeflowRules(Run.workersOnly(1, RestartPolicy.OnFailure, SuccessRule.ALL_REPLICAS,
-                RetryableExitCodes.FROM_128), 3));
+                RetryableExitCodes.FROM_128), 3)).perReplica();
         inPlace.pass();
         String podUid = inPlace.pods.get("j-worker-0").getMetadata().getUid();
         inPlace.restartInPlace("j-worker-0", 1);

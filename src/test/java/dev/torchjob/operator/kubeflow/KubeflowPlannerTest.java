@@ -27,6 +27,12 @@ class KubeflowPlannerTest {
         return new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n" + spec.indent(2));
     }
 
+    /** A job restarting each replica on its own, as Kubeflow v1 does (restart scope Replica). */
+    static KubeflowCluster perReplica(String spec) {
+        return new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j, annotations: "
+                + "{torchjob.dev/restart-scope: Replica}}\nspec:\n" + spec.indent(2));
+    }
+
     static KubeflowCondition condition(KubeflowCluster cluster, String type) {
         return KubeflowConditions.find(cluster.job.getStatus().conditions, type);
     }
@@ -74,7 +80,7 @@ class KubeflowPlannerTest {
 
     @Test
     void inPlaceRestartsAreCountedOnceAndTheJobFailsWhenTheyReachBackoffLimit() {
-        KubeflowCluster cluster = job("runPolicy: {backoffLimit: 2}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+        KubeflowCluster cluster = perReplica("runPolicy: {backoffLimit: 2}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, template: " + POD + "}");
         cluster.started();
         cluster.restartInPlace("j-worker-1", 1);

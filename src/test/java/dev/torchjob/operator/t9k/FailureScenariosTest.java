@@ -25,8 +25,13 @@ import dev.torchjob.operator.engine.Plan;
 class FailureScenariosTest {
 
     static InMemoryCluster running(String runPolicy, String policy) {
+        return running(runPolicy, policy, "Job");
+    }
+
+    /** Master and two workers, all running; {@code scope}: the restart-scope annotation (Job restarts them as a group). */
+    static InMemoryCluster running(String runPolicy, String policy, String scope) {
         InMemoryCluster cluster = new InMemoryCluster("""
-                metadata: {name: f}
+                metadata: {name: f, annotations: {torchjob.dev/restart-scope: %s}}
                 spec:
                   runPolicy: %s
                   replicaSpecs:
@@ -37,7 +42,7 @@ class FailureScenariosTest {
                     restartPolicy: %s
                     replicas: 2
                     template: {spec: {containers: [{name: pytorch, image: torch}]}}
-                """.formatted(runPolicy, policy, policy));
+                """.formatted(scope, runPolicy, policy, policy));
         cluster.settle();
         cluster.runAll();
         cluster.settle();
@@ -89,7 +94,7 @@ class FailureScenariosTest {
 
     @Test
     void restartIsCountedOnceWhenTheOperatorStopsAfterWritingTheCount() {
-        InMemoryCluster cluster = running("{backoffLimit: 3}", "ExitCode");
+        InMemoryCluster cluster = running("{backoffLimit: 3}", "ExitCode", "Replica");
         String failedUid = cluster.pod("f-worker-1").getMetadata().getUid();
         cluster.exit("f-worker-1", 137);
         Plan<PyTorchTrainingJobStatus> counted = cluster.plan();
@@ -108,7 +113,7 @@ class FailureScenariosTest {
 
     @Test
     void restartIsNeitherLostNorDoubledWhenTheOperatorStopsBetweenDeleteAndCreate() {
-        InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure");
+        InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure", "Replica");
         cluster.exit("f-worker-0", 1);
         Plan<PyTorchTrainingJobStatus> plan = cluster.plan();
         cluster.applyStatus(plan);
@@ -122,7 +127,7 @@ class FailureScenariosTest {
 
     @Test
     void aStaleCacheStillShowingTheRestartedPodDoesNotCountAgain() {
-        InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure");
+        InMemoryCluster cluster = running("{backoffLimit: 3}", "OnFailure", "Replica");
         cluster.exit("f-worker-0", 1);
         var failedPod = InMemoryCluster.SERIALIZATION.clone(cluster.pod("f-worker-0"));
         cluster.reconcile();
@@ -222,7 +227,7 @@ class FailureScenariosTest {
 
     @Test
     void aFailedReplicasLastOutputOutlivesItsPodInTheEventTheStatusAndTheCondition() {
-        InMemoryCluster cluster = running("{backoffLimit: 1}", "OnFailure");
+        InMemoryCluster cluster = running("{backoffLimit: 1}", "OnFailure", "Replica");
         cluster.exit("f-worker-0", 1, "Traceback (most recent call last):\n  File \"train.py\", line 9\nValueError: bad batch");
         Plan<PyTorchTrainingJobStatus> restart = cluster.reconcile();
         assertTrue(restart.events().stream().anyMatch(e -> e.reason().equals("ReplicaRestarted")

@@ -60,11 +60,13 @@ class RestartDecisionTableTest {
 
     static Stream<Arguments> table() {
         List<Arguments> rows = new ArrayList<>();
-        for (RestartPolicy policy : RestartPolicy.values()) {
-            for (Ending ending : Ending.values()) {
-                for (boolean budgetLeft : new boolean[] {true, false}) {
-                    for (boolean master : new boolean[] {true, false}) {
-                        rows.add(Arguments.of(policy, ending, budgetLeft, master, expected(policy, ending, budgetLeft, master)));
+        for (String scope : new String[] {"Job", "Replica"}) {
+            for (RestartPolicy policy : RestartPolicy.values()) {
+                for (Ending ending : Ending.values()) {
+                    for (boolean budgetLeft : new boolean[] {true, false}) {
+                        for (boolean master : new boolean[] {true, false}) {
+                            rows.add(Arguments.of(scope, policy, ending, budgetLeft, master, expected(policy, ending, budgetLeft, master)));
+                        }
                     }
                 }
             }
@@ -72,10 +74,11 @@ class RestartDecisionTableTest {
         return rows.stream();
     }
 
-    @ParameterizedTest(name = "{0} {1} budgetLeft={2} master={3} -> {4}")
+    /** The same table whatever the restart scope: a group restart decides on its cause as a replica's restart on its failure. */
+    @ParameterizedTest(name = "scope {0}: {1} {2} budgetLeft={3} master={4} -> {5}")
     @MethodSource("table")
-    void decides(RestartPolicy policy, Ending ending, boolean budgetLeft, boolean master, Expect expect) {
-        InMemoryCluster cluster = FailureScenariosTest.running("{backoffLimit: " + (budgetLeft ? 2 : 0) + "}", policy.name());
+    void decides(String scope, RestartPolicy policy, Ending ending, boolean budgetLeft, boolean master, Expect expect) {
+        InMemoryCluster cluster = FailureScenariosTest.running("{backoffLimit: " + (budgetLeft ? 2 : 0) + "}", policy.name(), scope);
         String pod = master ? "f-master-0" : "f-worker-1";
         String oldUid = cluster.pod(pod).getMetadata().getUid();
         switch (ending) {
@@ -97,7 +100,9 @@ class RestartDecisionTableTest {
                 assertEquals(1, status.backoffCount);
                 String type = master ? "master" : "worker";
                 assertEquals(1, status.tasks.stream().filter(t -> t.type.equals(type)).findFirst().orElseThrow().restartCount);
-                assertTrue(plan.events().stream().anyMatch(e -> e.reason().equals("ReplicaRestarted") && e.message().contains(pod)));
+                // A success restarted under Always is one replica's restart whatever the scope.
+                String reason = scope.equals("Job") && ending != Ending.EXIT_0 ? "JobRestarting" : "ReplicaRestarted";
+                assertTrue(plan.events().stream().anyMatch(e -> e.reason().equals(reason) && e.message().contains(pod)), plan.events().toString());
                 cluster.settle();
                 assertEquals(1, cluster.job.getStatus().backoffCount, "the restart is counted once");
                 assertTrue(!oldUid.equals(cluster.pod(pod).getMetadata().getUid()), "a new pod replaces the old one");

@@ -1,0 +1,75 @@
+package dev.torchjob.operator.engine;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+import dev.torchjob.operator.engine.RestartDecision.Stopped;
+
+/**
+ * One fault of a job that restarts as a group, and what followed it. In a job without elastic training
+ * the ranks are one process group: once one is gone, every other rank fails in its next collective (or
+ * blocks in it), with an error that says nothing of the cause. The failure that came first is the
+ * cause; the others are its consequences: not judged by their own exit code, not counted.
+ *
+ * <p>Which came first is read from what the kubelet reports, never from the order in which the
+ * operator sees the pods: the time each stopped (a container's {@code finishedAt}, or when a pod's
+ * deletion was asked for), in whole seconds as the API serves it. In the same second, a stop from
+ * outside the code (deleted, evicted, OOMKilled, killed by a signal: exit code above 128) comes
+ * before an exit of the program's own; then an output that does not say a peer was lost before one
+ * that does; then rank order. A pod that vanished before any pass saw it being deleted has no time:
+ * its deletion is taken as first.
+ */
+record Incident(Stopped cause, List<Stopped> consequences) {
+
+    /**
+     * How long after the first failure the verdict waits for replicas still shown running: the kubelet
+     * reports a container's end within a second or two, and a rank whose peer died under gloo fails within
+     * a fraction of a second, so every failure of the incident is seen before it is judged. A rank that
+     * stays blocked (NCCL waits for its timeout) is stopped once this has passed.
+     */
+    static final Duration SETTLE = Duration.ofSeconds(5);
+
+    private static final Comparator<Stopped> FIRST = Comparator
+            .comparing((Stopped s) -> s.ending().at() == null ? Instant.MIN : s.ending().at())
+            .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
+            .thenComparing(s -> s.ending().showsLostPeer() ? 1 : 0)
+            .thenComparing(s -> s.slot().rank());
+
+    /** The incident of these failures (at least one): the first is its cause. */
+    static Incident of(List<Stopped> failures) {
+        List<Stopped> ordered = failures.stream().sorted(FIRST).toList();
+        return new Incident(ordered.get(0), ordered.subList(1, ordered.size()));
+    }
+
+    /** When the verdict stops waiting for replicas still running: {@link #SETTLE} after the first failure with a known time. */
+    Optional<Instant> settlesAt() {
+        return java.util.stream.Stream.concat(java.util.stream.Stream.of(cause), consequences.stream())
+                .map(s -> s.ending().at()).filter(Objects::nonNull).min(Comparator.naturalOrder()).map(at -> at.plus(SETTLE));
+    }
+
+    /** "pod j-worker-0 (container pytorch) exited with code 137 (Error); then j-master-0 (exit code 1) failed too, a consequence". */
+    String story() {
+        if (consequences.isEmpty()) {
+            return cause.ending().summary();
+        }
+        return cause.ending().summary() + "; then " + consequences.stream().map(Incident::brief).collect(Collectors.joining(", "))
+                + (consequences.size() == 1 ? " failed too, a consequence" : " failed too, consequences") + " (not counted)";
+    }
+
+    /** What a consequence did, in a few words. */
+    private static String brief(Stopped s) {
+        ReplicaEnding ending = s.ending();
+        String what = switch (ending.cause()) {
+            case VANISHED -> "deleted";
+            case EVICTED -> "evicted";
+            case RESTARTED_IN_PLACE -> ending.exitCode() == null ? "restarted in place" : "exit code " + ending.exitCode() + ", restarted in place";
+            default -> ending.exitCode() == null ? "failed" : "exit code " + ending.exitCode();
+        };
+        return ending.podName() + " (" + what + ")";
+    }
+}
