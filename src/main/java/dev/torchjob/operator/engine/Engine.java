@@ -377,6 +377,9 @@ public final class Engine {
                 if (uid == null) {
                     continue; // not created yet: nothing to end
                 }
+                if (isStillRunning(pod)) {
+                    stoppedWithIt.add(slot.podName());
+                }
                 if (!ledger.isCounted(slot.podName(), uid)) {
                     ledger.mark(slot.podName(), uid, restartAt);
                 }
@@ -389,9 +392,6 @@ public final class Engine {
                 } else if (restartAt != null && Pods.replicaPhase(pod).isFinished()) {
                     recheckAt(restartAt);
                 } else {
-                    if (isStillRunning(pod)) {
-                        stoppedWithIt.add(slot.podName());
-                    }
                     deleteUnlessTerminating(pod, DeletionReason.RESTART);
                 }
             }

@@ -141,6 +141,20 @@ class EngineTest {
             fail(pod, exitCode, Duration.ofSeconds(1));
         }
 
+        /** The container exited at {@code at} (the kubelet's finishedAt, whole seconds) with this reason and last output. */
+        void exit(String pod, int exitCode, String reason, String output, Instant at) {
+            pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Failed")
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
+                    .withReason(reason).withMessage(output).withStartedAt(at.minusSeconds(60).toString()).withFinishedAt(at.toString())
+                    .endTerminated().endState().endContainerStatus().build());
+        }
+
+        /** Someone deletes the pod at {@code at} with a 30 s grace period: it is terminating. */
+        void deleting(String pod, Instant at) {
+            pods.get(pod).getMetadata().setDeletionTimestamp(at.plusSeconds(30).toString());
+            pods.get(pod).getMetadata().setDeletionGracePeriodSeconds(30L);
+        }
+
         /** The container ran {@code ranFor} until now, then exited. */
         void fail(String pod, int exitCode, Duration ranFor) {
             pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Failed")

@@ -1,0 +1,336 @@
+package dev.torchjob.operator.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.engine.EngineTest.Run;
+import dev.torchjob.operator.engine.JobState.Outcome;
+import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
+import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
+import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
+import dev.torchjob.operator.engine.TrainingJob.RetryableExitCodes;
+import dev.torchjob.operator.engine.TrainingJob.RunMode;
+import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
+import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
+
+/**
+ * One rank's fault in a job without elastic training: the ranks are one process group, so the others
+ * fail after it; the job restarts as a group for one restart of the budget, named by the first failure.
+ */
+class GroupRestartTest {
+    static final String LOST_PEER = "RuntimeError: [gloo/transport/tcp/pair.cc:589] Read error [10.0.0.7]:29500: Connection reset by peer";
+    static final String CODE_ERROR = "Traceback (most recent call last):\n  File \"train.py\", line 80\nValueError: bad batch";
+    static final Instant FAULT = EngineTest.T0.plusSeconds(100);
+
+    /** Master and two workers under one restart policy, running; the pods' UIDs are in the state. */
+    static Run running(RestartPolicy policy, int backoffLimit) {
+        Run run = new Run(new TrainingJob("j", "ns", "job-uid", 1L,
+                List.of(new ReplicaGroup("master", 1, policy), new ReplicaGroup("worker", 2, policy)),
+                new RunPolicy(backoffLimit, null, CleanPodPolicy.None), RunMode.TRAIN, SuccessRule.MASTER,
+                RetryableExitCodes.SIGNALS, false, Optional.empty()));
+        run.pass();
+        run.pass();
+        run.now = FAULT.plusSeconds(1);
+        return run;
+    }
+
+    static List<String> names(List<?> requestsOrDeletions) {
+        return requestsOrDeletions.stream().map(o -> o instanceof Decision.PodRequest r ? r.slot().podName()
+                : ((Plan.PodDeletion) o).name()).sorted().toList();
+    }
+
+    static List<JobEvent> events(Decision decision, String reason) {
+        return decision.events().stream().filter(e -> e.reason().equals(reason)).toList();
+    }
+
+    @Test
+    void aRankKilledMidTrainingRestartsTheWholeJobForOneRestartNamingItAsTheCause() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        Map<String, String> oldUids = Map.of("j-master-0", run.pods.get("j-master-0").getMetadata().getUid(),
+                "j-worker-0", run.pods.get("j-worker-0").getMetadata().getUid());
+        run.exit("j-worker-1", 137, "Error", "epoch 3", FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(1));
+        Decision restart = run.pass();
+        assertEquals(null, restart.state().outcome(), "a consequence's exit 1 is not judged by ExitCode");
+        assertEquals(1, restart.state().backoffCount(), "one fault, one restart");
+        assertEquals(1, restart.restarts().size(), "the restart metric counts the incident once");
+        assertEquals("worker", restart.restarts().get(0).replicaType());
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(restart.podsToDelete()));
+        List<JobEvent> said = events(restart, "JobRestarting");
+        assertEquals(1, said.size(), restart.events().toString());
+        assertEquals("pod j-worker-1 (container pytorch) exited with code 137 (Error); then j-master-0 (exit code 1), j-worker-0 (exit code 1) "
+                + "failed too, consequences (not counted); the job restarts as a group (restart 1 of backoffLimit 3); last output:\nepoch 3",
+                said.get(0).message());
+        assertTrue(events(restart, "ReplicaRestarted").isEmpty());
+        assertEquals(1, restart.state().group("worker").restartCount(), "the cause's group counts the restart");
+        assertEquals(0, restart.state().group("master").restartCount());
+        assertTrue(restart.state().replica("j-master-0").lastFailure().contains("after j-worker-1 had stopped (a consequence)"),
+                restart.state().replica("j-master-0").lastFailure());
+
+        Decision recreate = run.pass();
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(recreate.podsToCreate()), "the group starts anew");
+        assertNotEquals(oldUids.get("j-master-0"), run.pods.get("j-master-0").getMetadata().getUid());
+        assertEquals(1, run.pass().state().backoffCount(), "the new pods are not counted again");
+        assertEquals(List.of(), run.state.countedRestarts(), "forgotten once the new pods are seen");
+    }
+
+    @Test
+    void inTheSameSecondAStopFromOutsideIsTheCauseWhicheverPodIsSeenFirst() {
+        for (boolean killedSeenFirst : new boolean[] {true, false}) {
+            Run run = running(RestartPolicy.ExitCode, 3);
+            // The pass that sees only one of them waits for the other (it is still running).
+            if (killedSeenFirst) {
+                run.exit("j-worker-0", 137, "Error", null, FAULT);
+            } else {
+                run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+            }
+            Decision waiting = run.pass();
+            assertEquals(0, waiting.state().backoffCount(), "no verdict while replicas are still running");
+            assertTrue(waiting.podsToDelete().isEmpty() && waiting.podsToCreate().isEmpty());
+            assertEquals(Optional.of(Duration.ofSeconds(4)), waiting.recheckAfter(), "looks again when the wait is over");
+            assertTrue(((Situation.Active) waiting.situation()).replicaFailureMessage().contains("before deciding"));
+            run.exit("j-worker-0", 137, "Error", null, FAULT);
+            run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+            run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+            Decision verdict = run.pass();
+            assertEquals(null, verdict.state().outcome(), "seen first: " + (killedSeenFirst ? "the kill" : "the peer"));
+            assertTrue(events(verdict, "JobRestarting").get(0).message().startsWith("pod j-worker-0 (container pytorch) exited with code 137"));
+        }
+    }
+
+    @Test
+    void aCodeErrorStaysACodeErrorAndNamesTheRankThatRaisedNotItsPeers() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        // Same second, same exit code: the rank whose output does not say a peer was lost is the cause.
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", CODE_ERROR, FAULT);
+        Decision failed = run.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome());
+        String message = ((Situation.Ended) failed.situation()).message();
+        assertTrue(message.startsWith("pod j-worker-1 (container pytorch) exited with code 1 (Error); then j-master-0 (exit code 1), "
+                + "j-worker-0 (exit code 1) failed too"), message);
+        assertTrue(message.contains("restartPolicy ExitCode does not restart j-worker-1"), message);
+        assertTrue(message.endsWith("ValueError: bad batch"), message);
+        assertTrue(!message.contains("Connection reset"), "never a peer's error: " + message);
+        assertEquals(0, failed.state().backoffCount());
+        assertTrue(failed.podsToCreate().isEmpty());
+    }
+
+    @Test
+    void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.exit("j-worker-1", 2, "Error", CODE_ERROR, FAULT);
+        run.exit("j-master-0", 137, "Error", null, FAULT.plusSeconds(1)); // the operator's or a user's kill, after
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(1));
+        Decision failed = run.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome());
+        assertTrue(((Situation.Ended) failed.situation()).message().startsWith("pod j-worker-1"));
+    }
+
+    @Test
+    void aRankStillBlockedInItsCollectiveIsStoppedOnceTheWaitIsOver() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.exit("j-worker-0", 137, "Error", null, FAULT); // NCCL: the others block instead of failing
+        run.now = FAULT.plusSeconds(4);
+        assertEquals(0, run.pass().state().backoffCount(), "within the wait");
+        run.now = FAULT.plusSeconds(5);
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(restart.podsToDelete()));
+        assertTrue(events(restart, "JobRestarting").get(0).message().contains("; stopping j-master-0, j-worker-1; the job restarts as a group"),
+                restart.events().toString());
+    }
+
+    @Test
+    void aPodDeletedBySomeoneElseIsTheCauseOfItsPeersFailures() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.deleting("j-worker-0", FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        Decision restart = run.pass();
+        assertEquals(null, restart.state().outcome());
+        assertEquals(1, restart.state().backoffCount());
+        assertTrue(events(restart, "JobRestarting").get(0).message().startsWith("pod j-worker-0 was deleted; then j-master-0"),
+                restart.events().toString());
+        assertEquals(List.of("j-master-0", "j-worker-1"), names(restart.podsToDelete()), "the deleted one is on its way already");
+        run.pods.remove("j-worker-0"); // the kubelet finishes the deletion
+        Decision recreate = run.pass();
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(recreate.podsToCreate()));
+        assertEquals(1, recreate.state().backoffCount(), "its disappearance is no second fault");
+    }
+
+    @Test
+    void aPodThatVanishedUnseenRestartsTheGroupAtOnce() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.pods.remove("j-worker-1");
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals(List.of("j-master-0", "j-worker-0"), names(restart.podsToDelete()));
+        assertEquals(List.of("j-worker-1"), names(restart.podsToCreate()), "its name is free: its new pod comes at once");
+    }
+
+    @Test
+    void theBudgetEdgeFailsTheJobNamingTheCause() {
+        Run run = running(RestartPolicy.OnFailure, 1);
+        run.exit("j-worker-0", 137, "OOMKilled", null, FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        assertEquals(1, run.pass().state().backoffCount(), "restart 1 of backoffLimit 1");
+        run.pass();
+        run.now = FAULT.plusSeconds(60);
+        run.exit("j-worker-1", 137, "OOMKilled", null, FAULT.plusSeconds(59));
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(59));
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(59));
+        Decision failed = run.pass();
+        assertEquals(Outcome.BackoffLimitExceeded, failed.state().outcome());
+        String message = ((Situation.Ended) failed.situation()).message();
+        assertTrue(message.startsWith("pod j-worker-1 (container pytorch) exited with code 137 (OOMKilled)"), message);
+        assertTrue(message.contains("the restart budget is spent (backoffCount 1 of runPolicy.backoffLimit 1)"), message);
+        assertTrue(failed.podsToCreate().isEmpty(), "no pod is created for a job that is ending");
+    }
+
+    @Test
+    void aFaultOfTheNewGenerationDuringTheRestartIsASecondIncident() {
+        Run run = running(RestartPolicy.OnFailure, 5);
+        io.fabric8.kubernetes.api.model.Pod oldWorker = run.pods.get("j-worker-1");
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        run.pass();
+        // The old j-worker-1 takes its time to go: still terminating while the other two are replaced.
+        oldWorker.getMetadata().setDeletionTimestamp(FAULT.plusSeconds(31).toString());
+        run.pods.put("j-worker-1", oldWorker);
+        assertEquals(List.of("j-master-0", "j-worker-0"), names(run.pass().podsToCreate()));
+        run.now = FAULT.plusSeconds(20);
+        run.exit("j-master-0", 1, "Error", CODE_ERROR, FAULT.plusSeconds(19));
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(19));
+        Decision second = run.pass();
+        assertEquals(2, second.state().backoffCount(), "an independent fault of the new group is counted, not waiting for the old pod");
+        assertTrue(events(second, "JobRestarting").get(0).message().startsWith("pod j-master-0"), second.events().toString());
+    }
+
+    @Test
+    void theOldGenerationFailingAfterTheVerdictIsNotCountedAgain() {
+        Run run = running(RestartPolicy.OnFailure, 5);
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        run.now = FAULT.plusSeconds(5); // the others were still shown running when the wait ended
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        // The executor's delete of the master is not through yet: the informer shows it failing on its way out.
+        io.fabric8.kubernetes.api.model.Pod master = new io.fabric8.kubernetes.api.model.PodBuilder()
+                .withNewMetadata().withName("j-master-0").withUid(restart.state().countedRestarts().get(0).uid())
+                .addNewOwnerReference().withController(true).withUid("job-uid").endOwnerReference().endMetadata()
+                .withNewSpec().addNewContainer().withName("pytorch").endContainer().endSpec().build();
+        run.pods.put("j-master-0", master);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(5));
+        Decision after = run.pass();
+        assertEquals(1, after.state().backoffCount(), "a consequence seen late is still a consequence");
+        assertEquals(List.of("j-master-0"), names(after.podsToDelete()));
+    }
+
+    @Test
+    void theRestartIsCountedOnceWhenTheOperatorStopsAfterWritingIt() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        JobState written = Engine.decide(run.job, run.state, new Observation<>(run.job, List.copyOf(run.pods.values()), true,
+                Observation.PodGroupState.NOT_NEEDED, run.now), EngineTest.WORDING, RestartBackoff.NONE).state();
+        run.state = written; // status written, then the operator died: nothing deleted
+        Decision again = run.pass();
+        assertEquals(1, again.state().backoffCount(), "not counted again by the next operator");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(again.podsToDelete()));
+        run.pass();
+        assertEquals(1, run.pass().state().backoffCount());
+    }
+
+    @Test
+    void theKubeletsRestartsInPlaceOfOneFaultAreOneRestartAndTheGroupReformsByItself() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.restartInPlace("j-worker-0", 137);
+        run.restartInPlace("j-master-0", 1);
+        run.restartInPlace("j-worker-1", 1);
+        Decision counted = run.pass();
+        assertEquals(1, counted.state().backoffCount(), "one fault, though three containers restarted");
+        assertTrue(counted.podsToDelete().isEmpty() && counted.podsToCreate().isEmpty(), "the kubelet restarted them all");
+        assertEquals(1, events(counted, "JobRestarting").size());
+        assertEquals(1, run.pass().state().backoffCount(), "seen again: not counted again");
+    }
+
+    @Test
+    void aSurvivorTheKubeletDidNotRestartIsStoppedSoTheGroupCanReform() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.restartInPlace("j-worker-0", 137);
+        run.restartInPlace("j-worker-1", 1);
+        Decision counted = run.pass(); // no times known: decided at once
+        assertEquals(1, counted.state().backoffCount());
+        assertEquals(List.of("j-master-0"), names(counted.podsToDelete()), "the master stayed blocked in its collective");
+        assertEquals(List.of("j-master-0"), names(run.pass().podsToCreate()));
+        assertEquals(1, run.state.backoffCount(), "stopping it was part of the one restart");
+    }
+
+    @Test
+    void aFirstFaultRestartsAtOnceAndFaultsInARowWaitLonger() {
+        Run run = running(RestartPolicy.OnFailure, 10);
+        run.backoff = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10));
+        for (long expected : new long[] {0, 10, 20}) {
+            String cause = expected == 10 ? "j-master-0" : "j-worker-0"; // whichever rank fails, the faults are in a row
+            for (String pod : List.of("j-master-0", "j-worker-0", "j-worker-1")) {
+                run.exit(pod, pod.equals(cause) ? 137 : 1, "Error", pod.equals(cause) ? null : LOST_PEER, run.now.minusSeconds(1));
+            }
+            Decision restart = run.pass();
+            assertEquals(expected == 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(expected)), restart.recheckAfter(),
+                    "back-off " + expected + " s");
+            run.now = run.now.plusSeconds(expected);
+            run.pass(); // due: the failed pods go
+            run.pass(); // and the new ones come
+            assertEquals(3, run.pods.size());
+            assertTrue(run.pods.values().stream().allMatch(p -> "Running".equals(p.getStatus().getPhase())));
+            run.now = run.now.plusSeconds(1);
+        }
+        assertEquals(3, run.state.backoffCount());
+    }
+
+    @Test
+    void anElasticJobRestartsOnlyTheFailedReplica() {
+        Run run = new Run(Run.workersOnly(3, RestartPolicy.OnFailure, SuccessRule.ANY_REPLICA, RetryableExitCodes.FROM_128));
+        run.pass();
+        run.pass();
+        run.exit("j-worker-1", 137, "Error", null, FAULT);
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals(List.of("j-worker-1"), names(restart.podsToDelete()), "torchrun takes the survivors into a new round itself");
+        assertTrue(events(restart, "JobRestarting").isEmpty());
+    }
+
+    @Test
+    void restartScopeReplicaKeepsRestartsPerReplica() {
+        Run run = running(RestartPolicy.OnFailure, 5).perReplica();
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        Decision restart = run.pass();
+        assertEquals(2, restart.state().backoffCount(), "each failure counted, as Kubeflow v1 does");
+        assertEquals(List.of("j-master-0", "j-worker-0"), names(restart.podsToDelete()));
+        assertEquals(2, events(restart, "ReplicaRestarted").size());
+    }
+
+    @Test
+    void aWrongRestartScopeIsRefusedInOneLine() {
+        assertEquals(Optional.of("metadata.annotations[torchjob.dev/restart-scope] \"pod\" must be Job or Replica"),
+                TrainingJob.RestartScope.problemWith(Map.of(TrainingJob.RestartScope.ANNOTATION, "pod")));
+        assertEquals(Optional.empty(), TrainingJob.RestartScope.problemWith(Map.of(TrainingJob.RestartScope.ANNOTATION, "Replica")));
+        assertEquals(TrainingJob.RestartScope.Job, TrainingJob.RestartScope.of(null));
+    }
+}
