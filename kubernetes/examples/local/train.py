@@ -3,6 +3,11 @@
 Every replica gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK from the operator; the gloo
 backend runs on CPUs. The data is generated here (no downloads): points in 20 dimensions labelled
 by a hidden linear rule, which a small MLP learns to over 97% accuracy in a few seconds.
+
+Rank 0 saves a checkpoint at the end of each epoch to CHECKPOINT_PATH (default checkpoint.pt in the
+working directory; on a cluster, a volume of the master's pod) and every rank resumes from it: when a
+rank fails the operator restarts the job's replicas together, and they lose at most one epoch. A run
+that finishes removes its checkpoint (the model is in MODEL_PATH).
 """
 import os
 import signal
@@ -18,6 +23,7 @@ from torch.utils.data.distributed import DistributedSampler
 EPOCHS = int(os.environ.get("EPOCHS", "8"))
 TARGET_ACCURACY = float(os.environ.get("TARGET_ACCURACY", "0.95"))
 MODEL_PATH = os.environ.get("MODEL_PATH", "model.pt")
+CHECKPOINT_PATH = os.environ.get("CHECKPOINT_PATH", "checkpoint.pt")
 
 
 def fail_once_if_asked():
@@ -33,6 +39,13 @@ def fail_once_if_asked():
         sys.exit(int(code))
 
 
+def raise_if_asked(epoch):
+    """Test hook: RAISE_IN_EPOCH=3 makes the FAIL_RANKS raise in epoch 3, as a bug in training code would."""
+    ranks = os.environ.get("FAIL_RANKS", "").split(",")
+    if os.environ.get("RAISE_IN_EPOCH") == str(epoch + 1) and os.environ["RANK"] in ranks:
+        raise ValueError(f"rank {os.environ['RANK']}: a bad batch in epoch {epoch + 1} (RAISE_IN_EPOCH)")
+
+
 def exit_on_sigterm():
     """In a container the training process is PID 1, and PID 1 ignores SIGTERM unless it handles it:
     without this a deleted, paused or timed-out job's pods would wait out their grace period and be
@@ -41,6 +54,28 @@ def exit_on_sigterm():
         print(f"rank {os.environ.get('RANK', '?')}: SIGTERM, stopping", flush=True)
         os._exit(128 + signum)
     signal.signal(signal.SIGTERM, stop)
+
+
+def resume(model, optimizer, rank):
+    """Rank 0 reads the checkpoint, if there is one, and sends it to every rank (only the master needs
+    the volume): the epoch to start from, the weights, the optimizer's state and the losses so far."""
+    state = [None]
+    if rank == 0 and os.path.exists(CHECKPOINT_PATH):
+        state[0] = torch.load(CHECKPOINT_PATH)
+    dist.broadcast_object_list(state, src=0)
+    if state[0] is None:
+        return 0, []
+    model.load_state_dict(state[0]["model"])
+    optimizer.load_state_dict(state[0]["optimizer"])
+    print(f"rank {rank}: resuming at epoch {state[0]['epoch'] + 1} from {CHECKPOINT_PATH}", flush=True)
+    return state[0]["epoch"], state[0]["losses"]
+
+
+def save_checkpoint(model, optimizer, epoch, losses):
+    """Written whole or not at all: a rank killed while saving leaves the last complete checkpoint."""
+    partial = CHECKPOINT_PATH + ".partial"
+    torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, partial)
+    os.replace(partial, CHECKPOINT_PATH)
 
 
 def synthetic_dataset(samples=8192, features=20):
@@ -76,9 +111,10 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
 
     started = time.time()
-    losses = []
-    for epoch in range(EPOCHS):
+    first_epoch, losses = resume(model, optimizer, rank)
+    for epoch in range(first_epoch, EPOCHS):
         sampler.set_epoch(epoch)
+        raise_if_asked(epoch)
         total = torch.zeros(2)
         for x, y in loader:
             optimizer.zero_grad()
@@ -89,6 +125,7 @@ def main():
         dist.all_reduce(total)  # mean loss over all ranks' samples
         losses.append((total[0] / total[1]).item())
         if rank == 0:
+            save_checkpoint(model, optimizer, epoch + 1, losses)
             print(f"epoch {epoch + 1}/{EPOCHS}: loss {losses[-1]:.4f}", flush=True)
 
     with torch.no_grad():
@@ -99,6 +136,8 @@ def main():
               f"accuracy {accuracy:.4f} (target {TARGET_ACCURACY}); {time.time() - started:.1f}s", flush=True)
         torch.save(model.state_dict(), MODEL_PATH)
         print(f"saved model to {os.path.abspath(MODEL_PATH)}", flush=True)
+        if os.path.exists(CHECKPOINT_PATH):
+            os.remove(CHECKPOINT_PATH)
     print(f"rank {rank}: final accuracy {accuracy:.4f}", flush=True)  # the same model on every rank
     dist.barrier()
     dist.destroy_process_group()

@@ -34,7 +34,8 @@ import io.fabric8.kubernetes.client.dsl.TimeTailPrettyLoggable;
  * {@code kubectl torchjob logs}: every replica's lines, each after its replica's name. Following
  * ({@code -f}), it looks at the job's pods every second and opens a stream for each container it has
  * not read yet (a recreated pod has a new UID, a container restarted in place a new restart count),
- * says each counted restart once (the operator's ReplicaRestarted event), and ends with the job's
+ * says each counted restart once (the operator's JobRestarting event for a group restart, ReplicaRestarted
+ * for one replica's), and ends with the job's
  * outcome once the job has ended and its streams have.
  */
 final class ReplicaLogs {
@@ -42,6 +43,8 @@ final class ReplicaLogs {
     /** After the job ends, how long its streams may take to deliver their last lines. */
     static final Duration DRAIN = Duration.ofSeconds(10);
     private static final Pattern POD = Pattern.compile("pod (\\S+)");
+    /** The operator's events that say a counted restart: the group's, or one replica's. */
+    private static final java.util.Set<String> RESTARTS = java.util.Set.of("JobRestarting", "ReplicaRestarted");
 
     private final ClusterSession cluster;
     private final CliArguments args;
@@ -144,7 +147,7 @@ final class ReplicaLogs {
                 }
             }
             for (Event event : cluster.events(job)) {
-                if ("ReplicaRestarted".equals(event.getReason()) && said.add(event.getMetadata().getUid() + "#" + event.getCount())) {
+                if (RESTARTS.contains(event.getReason()) && said.add(event.getMetadata().getUid() + "#" + event.getCount())) {
                     out.println("[torchjob] " + replicaNamed(job, event.getMessage()) + JobHistory.firstLine(event.getMessage()));
                 }
             }

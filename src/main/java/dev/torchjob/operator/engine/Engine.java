@@ -302,10 +302,12 @@ public final class Engine {
         // ---- group restarts ---------------------------------------------------------------------------
 
         /**
-         * A fault of a job that restarts as a group. The verdict waits until every replica has stopped, or
-         * {@link Incident#SETTLE} has passed since the first failure; then a cause its policy does not restart
-         * fails the job, one the budget cannot pay for too, and otherwise the replicas restart together for
-         * one restart of the budget. Returns the decision when the job ends.
+         * A fault of a job that restarts as a group. When the first failure seen is a program's own exit, it
+         * may be the consequence of a fault not reported yet: the verdict waits until every replica has
+         * stopped, or {@link Incident#SETTLE} has passed since the first failure. A stop from outside (a
+         * signal, OOM, deletion, eviction) is nobody's consequence and is decided at once. Then a cause its
+         * policy does not restart fails the job, one the budget cannot pay for too, and otherwise the replicas
+         * restart together for one restart of the budget. Returns the decision when the job ends.
          */
         private Optional<Decision> incident(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace,
                 List<ReplicaSlot> missing) {
@@ -315,7 +317,7 @@ public final class Engine {
             List<String> running = topology.slots().stream().map(ReplicaSlot::podName)
                     .filter(name -> !failed.contains(name) && isStillRunning(pods.get(name))).toList();
             Optional<Instant> settles = incident.settlesAt();
-            if (!running.isEmpty() && settles.isPresent() && now.isBefore(settles.get())) {
+            if (!running.isEmpty() && !incident.cause().ending().fromOutside() && settles.isPresent() && now.isBefore(settles.get())) {
                 recheckAt(settles.get());
                 incidentUnderWay = incident.story() + "; waiting until " + settles.get() + " for " + String.join(", ", running)
                         + " before deciding";
@@ -348,12 +350,16 @@ public final class Engine {
 
         /**
          * Counts the incident once and ends the group: every pod of the replicas goes (a survivor at once, a
-         * failed one when the back-off is due), except those the kubelet already restarted in place, which
-         * re-form the group by themselves; the new pods come once their names are free.
+         * failed one when the back-off is due) and the new pods come once their names are free. When the
+         * kubelet restarted every replica in place, they re-form the group by themselves and stay; when some
+         * did not restart (blocked in a collective, or waiting at a rendezvous the others left), the whole
+         * group starts anew, so no rank of the old group is left to fail later.
          */
         private void restartGroup(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing,
                 int limit) {
             Stopped cause = incident.cause();
+            boolean survivors = topology.slots().stream().anyMatch(slot -> isStillRunning(pods.get(slot.podName()))
+                    && inPlace.stream().noneMatch(r -> r.slot().equals(slot)));
             // Faults in a row of the job as a whole, whichever rank failed: the back-off grows with them.
             boolean ranLongEnough = cause.ending().ran() != null && cause.ending().ran().compareTo(backoff.resetAfter()) >= 0;
             int inARow = ranLongEnough ? 0 : previous.replicaGroups().stream().flatMap(g -> g.replicas().stream())
@@ -362,7 +368,7 @@ public final class Engine {
             Instant restartAt = delay.isZero() ? null : now.plus(delay);
             ledger.countIncident();
             recordIncident(incident, inARow + 1);
-            Map<String, RestartedInPlace> restartedInPlace = inPlace.stream()
+            Map<String, RestartedInPlace> restartedInPlace = survivors ? Map.of() : inPlace.stream()
                     .collect(Collectors.toMap(r -> r.slot().podName(), r -> r, (a, b) -> a));
             List<String> stoppedWithIt = new ArrayList<>();
             for (ReplicaSlot slot : topology.slots()) {

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
 
@@ -27,10 +28,11 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
 record Incident(Stopped cause, List<Stopped> consequences) {
 
     /**
-     * How long after the first failure the verdict waits for replicas still shown running: the kubelet
-     * reports a container's end within a second or two, and a rank whose peer died under gloo fails within
-     * a fraction of a second, so every failure of the incident is seen before it is judged. A rank that
-     * stays blocked (NCCL waits for its timeout) is stopped once this has passed.
+     * How long after the first failure the verdict waits for replicas still shown running, when that
+     * failure is a program's own exit (it may be a consequence): the kubelet reports a container's end
+     * within a second or two, and a rank whose peer died under gloo fails within a fraction of a second, so
+     * every failure of the incident is seen before it is judged. A rank that stays blocked (NCCL waits for
+     * its timeout) is stopped once this has passed.
      */
     static final Duration SETTLE = Duration.ofSeconds(5);
 
@@ -48,7 +50,7 @@ record Incident(Stopped cause, List<Stopped> consequences) {
 
     /** When the verdict stops waiting for replicas still running: {@link #SETTLE} after the first failure with a known time. */
     Optional<Instant> settlesAt() {
-        return java.util.stream.Stream.concat(java.util.stream.Stream.of(cause), consequences.stream())
+        return Stream.concat(Stream.of(cause), consequences.stream())
                 .map(s -> s.ending().at()).filter(Objects::nonNull).min(Comparator.naturalOrder()).map(at -> at.plus(SETTLE));
     }
 

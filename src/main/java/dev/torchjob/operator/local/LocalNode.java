@@ -163,14 +163,15 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             // A process we stopped belongs to a deleted pod: there is no status to write.
             if (processesByPodUid.remove(uid) != null && !stopping) {
                 int exitCode = ended.exitValue();
-                String reason = exitCode == 0 ? "Completed" : exitCode == 137 ? "OOMKilled" : "Error";
+                // As the kubelet says it: a process killed by a signal is an Error; only the memory cgroup's kill is OOMKilled.
+                String reason = exitCode == 0 ? "Completed" : "Error";
                 String message = exitCode == 0 ? null : terminationMessage(lines);
                 if (restartsInPlace(pod, exitCode)) {
                     // As the kubelet does under pod restartPolicy OnFailure or Always: the same pod, a new run, after a back-off.
                     long delay = Math.min(30_000L, 1000L << Math.min(restarts, 5));
                     out.println("[" + podName + "] exited with code " + exitCode + "; the node restarts it in place in " + delay / 1000 + " s");
                     ContainerStateTerminated terminated = new ContainerStateTerminatedBuilder().withExitCode(exitCode).withReason(reason)
-                            .withMessage(message).withFinishedAt(Instant.now().toString()).build();
+                            .withMessage(message).withFinishedAt(kubeletTime()).build();
                     CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS).execute(() -> {
                         if (!stopping && !deletedPodUids.contains(uid)) {
                             launch(pod, restarts + 1, terminated);
@@ -300,9 +301,9 @@ final class LocalNode implements ResourceEventHandler<Pod> {
 
     private void markRunning(Pod pod, int restarts, ContainerStateTerminated last) {
         Container container = TrainingContainer.of(pod);
-        writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(Instant.now().toString())
+        writeStatus(pod, new PodStatusBuilder().withPhase("Running").withStartTime(kubeletTime())
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(true).withRestartCount(restarts)
-                        .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build())
+                        .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(kubeletTime()).endRunning().build())
                         .withLastState(last == null ? null : new ContainerStateBuilder().withTerminated(last).build())
                         .build())
                 .build());
@@ -327,9 +328,14 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false)
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
-                                .withMessage(message).withFinishedAt(Instant.now().toString()).endTerminated().build())
+                                .withMessage(message).withFinishedAt(kubeletTime()).endTerminated().build())
                         .build())
                 .build());
+    }
+
+    /** Now, in whole seconds, as the API serves the kubelet's times. */
+    private static String kubeletTime() {
+        return Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString();
     }
 
     /** Writes the status only to the very pod that ran: a replacement of the same name is left alone. */

@@ -44,7 +44,7 @@ class KubectlTorchjobIT {
         cluster.runJob("OnFailure", "{backoffLimit: 3}");
         cluster.kubelet.exit("j-worker-1", 1);
         cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-        cluster.awaitEvent("ReplicaRestarted", "j-worker-1");
+        cluster.awaitEvent("JobRestarting", "j-worker-1");
         cluster.submitPyTorchJob("""
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
@@ -72,7 +72,7 @@ class KubectlTorchjobIT {
         assertTrue(described.contains("Restarts:  1/3 (counted / runPolicy.backoffLimit)"), described);
         List<String> history = described.lines().dropWhile(l -> !l.equals("History:")).takeWhile(l -> !l.equals("Pods:")).toList();
         assertTrue(history.get(1).endsWith("Created"), described);
-        assertTrue(history.stream().anyMatch(l -> l.contains("ReplicaRestarted") && l.contains("pod j-worker-1 (container pytorch) exited with code 1")
+        assertTrue(history.stream().anyMatch(l -> l.contains("JobRestarting") && l.contains("pod j-worker-1 (container pytorch) exited with code 1")
                 && l.contains("restart 1 of backoffLimit 3")), described);
         assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-1\\s+j-worker-1\\s+kwok-node-\\d\\s+Running\\s+0")), described);
         System.out.printf("[kubectl torchjob] get %d ms, describe %d ms (%s, through kubectl)%n", getTook.toMillis(), describeTook.toMillis(),

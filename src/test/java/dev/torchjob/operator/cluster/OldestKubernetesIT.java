@@ -103,7 +103,7 @@ class OldestKubernetesIT {
         jobs.runJob("OnFailure", "{backoffLimit: 2}");
         jobs.kubelet.exit("j-worker-1", 1);
         jobs.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-        jobs.awaitEvent("ReplicaRestarted", "pod j-worker-1 (container pytorch) exited with code 1");
+        jobs.awaitEvent("JobRestarting", "pod j-worker-1 (container pytorch) exited with code 1");
         jobs.kubelet.exit("j-master-0", 0);
         assertEquals(JobPhase.Succeeded, jobs.awaitPhase("j", JobPhase.Succeeded).getStatus().phase);
 

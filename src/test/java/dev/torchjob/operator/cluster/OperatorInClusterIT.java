@@ -173,7 +173,7 @@ class OperatorInClusterIT {
             PyTorchTrainingJob done = RealNodeJobs.awaitT9k(ns, job, JobPhase.Succeeded);
             assertEquals(1, done.getStatus().backoffCount, job + ": its worker's exit 137, counted once across the handover");
         }
-        List<String> restarted = RealNodeJobs.events(ns, "ReplicaRestarted");
+        List<String> restarted = RealNodeJobs.events(ns, "JobRestarting");
         assertEquals(2, restarted.size(), "said once per job: " + restarted);
         PyTorchTrainingJob through = RealNodeJobs.awaitT9k(ns, "through", JobPhase.Succeeded);
         assertEquals(0, through.getStatus().backoffCount, "the upgrade restarted nothing");
@@ -313,7 +313,7 @@ class OperatorInClusterIT {
 
         PyTorchTrainingJob done = RealNodeJobs.awaitT9k(ns, "survives", JobPhase.Succeeded);
         assertEquals(1, done.getStatus().backoffCount, "the worker's exit 137, counted once across the kill");
-        assertEquals(1, RealNodeJobs.events(ns, "ReplicaRestarted").size(), "said once");
+        assertEquals(1, RealNodeJobs.events(ns, "JobRestarting").size(), "said once");
         System.out.printf("in-cluster operator OOM-killed: %s restarted %d time(s), Lease now %s%n", leader, killed.getRestartCount(), holder());
     }
 

@@ -214,7 +214,7 @@ class RealNodeIT {
         assertEquals(1, done.getStatus().backoffCount, "the OOM kill counted once");
         TaskStatus workers = done.getStatus().tasks.stream().filter(t -> "worker".equals(t.type)).findFirst().orElseThrow();
         assertEquals(1, workers.restartCount);
-        List<String> restarted = events(ns, "ReplicaRestarted");
+        List<String> restarted = events(ns, "JobRestarting");
         assertEquals(1, restarted.size(), restarted.toString());
         assertTrue(restarted.get(0).contains("exited with code 137 (OOMKilled)"), restarted.get(0));
     }
@@ -249,9 +249,9 @@ class RealNodeIT {
             assertTrue(lines.stream().anyMatch(l -> l.startsWith("[" + replica + "] ") && l.contains("final accuracy")),
                     replica + " trained to the end:\n" + following.printed());
         }
-        List<String> restarts = lines.stream().filter(l -> l.startsWith("[torchjob] ") && l.contains("Restarting")).toList();
+        List<String> restarts = lines.stream().filter(l -> l.startsWith("[torchjob] ") && l.contains("restarts as a group")).toList();
         assertEquals(1, restarts.size(), following.printed());
-        assertTrue(restarts.get(0).startsWith("[torchjob] worker-0: Restarting pod follow-worker-0 (container pytorch) exited with code 137 (OOMKilled)")
+        assertTrue(restarts.get(0).startsWith("[torchjob] worker-0: pod follow-worker-0 (container pytorch) exited with code 137 (OOMKilled)")
                 && restarts.get(0).contains("restart 1 of backoffLimit 2"), restarts.get(0));
         assertTrue(lines.get(lines.size() - 1).startsWith("[torchjob] job follow Succeeded"), following.printed());
         System.out.println("[kubectl torchjob logs -f] " + lines.stream().collect(Collectors.groupingBy(l -> l.substring(0, l.indexOf(']') + 1),
@@ -262,7 +262,7 @@ class RealNodeIT {
         assertEquals(0, waited.exitCode(), waited.out() + waited.err());
         String described = plugin.run("torchjob", "describe", "follow", "-n", ns).orFail().out();
         assertTrue(described.contains("Restarts:  1/2"), described);
-        assertTrue(described.lines().anyMatch(l -> l.contains("ReplicaRestarted") && l.contains("follow-worker-0") && l.contains("137")), described);
+        assertTrue(described.lines().anyMatch(l -> l.contains("JobRestarting") && l.contains("follow-worker-0") && l.contains("137")), described);
         assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-0\\s+follow-worker-0\\s+" + RealNode.NAME + "\\s+Succeeded.*")), described);
         String one = plugin.run("torchjob", "logs", "follow", "-n", ns, "--type", "worker", "--index", "1").orFail().out();
         assertTrue(!one.isBlank() && one.lines().allMatch(l -> l.startsWith("[worker-1] ")), one);

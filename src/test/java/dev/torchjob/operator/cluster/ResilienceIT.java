@@ -50,7 +50,7 @@ class ResilienceIT {
     }
 
 
-    /** The failed replica's new pod runs, the job succeeds with that one restart counted, one pod per replica. */
+    /** The job restarted as a group: the failed replica's new pod runs, the job succeeds with that one restart counted, one pod per replica. */
     static void succeedsAfterOneRestart(OperatorHarness cluster, String replica, String failedUid) {
         cluster.awaitNewPod(replica, failedUid);
         cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
@@ -66,13 +66,14 @@ class ResilienceIT {
                 cluster.pods().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
                         .map(p -> p.getMetadata().getName()).sorted().toList());
         long restarts = cluster.job("j").getStatus().backoffCount;
-        long restartEvents = cluster.events().stream().filter(e -> "ReplicaRestarted".equals(e.getReason())).count();
-        assertEquals(restarts, restartEvents, "one ReplicaRestarted event per counted restart");
+        long restartEvents = cluster.events().stream().filter(e -> "JobRestarting".equals(e.getReason())).count();
+        assertEquals(restarts, restartEvents, "one JobRestarting event per counted restart");
         if (!java.nio.file.Files.exists(install.cluster.auditLog())) {
             return; // a cluster the tests did not start: no audit log of the operator's writes
         }
         OperatorWrites writes = OperatorWrites.read(install.cluster);
-        assertEquals(3 + restarts, writes.count(cluster.namespace, "create", "pods", 201), "one pod created per replica and restart");
+        assertEquals(3 * (1 + restarts), writes.count(cluster.namespace, "create", "pods", 201),
+                "one pod created per replica, and per replica again at each restart of the group");
         assertEquals(0, writes.count(cluster.namespace, "create", "pods", 409), "no duplicate pod creates");
     }
 

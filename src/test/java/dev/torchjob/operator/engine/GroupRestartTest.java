@@ -89,22 +89,27 @@ class GroupRestartTest {
     void inTheSameSecondAStopFromOutsideIsTheCauseWhicheverPodIsSeenFirst() {
         for (boolean killedSeenFirst : new boolean[] {true, false}) {
             Run run = running(RestartPolicy.ExitCode, 3);
-            // The pass that sees only one of them waits for the other (it is still running).
             if (killedSeenFirst) {
+                // A kill is nobody's consequence: decided at once, the others are ended.
                 run.exit("j-worker-0", 137, "Error", null, FAULT);
-            } else {
-                run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+                Decision verdict = run.pass();
+                assertEquals(1, verdict.state().backoffCount());
+                assertTrue(events(verdict, "JobRestarting").get(0).message().startsWith("pod j-worker-0 (container pytorch) exited with code 137"));
+                continue;
             }
+            // A peer's exit 1 seen first may be a consequence: the verdict waits for the replicas still running.
+            run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
             Decision waiting = run.pass();
             assertEquals(0, waiting.state().backoffCount(), "no verdict while replicas are still running");
+            assertEquals(null, waiting.state().outcome(), "ExitCode does not fail the job on a consequence");
             assertTrue(waiting.podsToDelete().isEmpty() && waiting.podsToCreate().isEmpty());
             assertEquals(Optional.of(Duration.ofSeconds(4)), waiting.recheckAfter(), "looks again when the wait is over");
             assertTrue(((Situation.Active) waiting.situation()).replicaFailureMessage().contains("before deciding"));
             run.exit("j-worker-0", 137, "Error", null, FAULT);
-            run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
             run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
             Decision verdict = run.pass();
-            assertEquals(null, verdict.state().outcome(), "seen first: " + (killedSeenFirst ? "the kill" : "the peer"));
+            assertEquals(null, verdict.state().outcome());
+            assertEquals(1, verdict.state().backoffCount());
             assertTrue(events(verdict, "JobRestarting").get(0).message().startsWith("pod j-worker-0 (container pytorch) exited with code 137"));
         }
     }
@@ -142,7 +147,7 @@ class GroupRestartTest {
     @Test
     void aRankStillBlockedInItsCollectiveIsStoppedOnceTheWaitIsOver() {
         Run run = running(RestartPolicy.OnFailure, 3);
-        run.exit("j-worker-0", 137, "Error", null, FAULT); // NCCL: the others block instead of failing
+        run.exit("j-worker-0", 1, "Error", CODE_ERROR, FAULT); // NCCL: the others block instead of failing
         run.now = FAULT.plusSeconds(4);
         assertEquals(0, run.pass().state().backoffCount(), "within the wait");
         run.now = FAULT.plusSeconds(5);
@@ -151,6 +156,16 @@ class GroupRestartTest {
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(restart.podsToDelete()));
         assertTrue(events(restart, "JobRestarting").get(0).message().contains("; stopping j-master-0, j-worker-1; the job restarts as a group"),
                 restart.events().toString());
+    }
+
+    @Test
+    void aKilledRanksSurvivorsAreStoppedAtOnce() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(restart.podsToDelete()), "not waiting for blocked ranks");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
     }
 
     @Test
@@ -270,15 +285,16 @@ class GroupRestartTest {
     }
 
     @Test
-    void aSurvivorTheKubeletDidNotRestartIsStoppedSoTheGroupCanReform() {
+    void whenARankTheKubeletDidNotRestartRemainsTheWholeGroupStartsAnew() {
         Run run = running(RestartPolicy.OnFailure, 3);
         run.restartInPlace("j-worker-0", 137);
         run.restartInPlace("j-worker-1", 1);
         Decision counted = run.pass(); // no times known: decided at once
         assertEquals(1, counted.state().backoffCount());
-        assertEquals(List.of("j-master-0"), names(counted.podsToDelete()), "the master stayed blocked in its collective");
-        assertEquals(List.of("j-master-0"), names(run.pass().podsToCreate()));
-        assertEquals(1, run.state.backoffCount(), "stopping it was part of the one restart");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(counted.podsToDelete()),
+                "the master stayed in its collective: no rank of the old group is left to fail later");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
+        assertEquals(1, run.state.backoffCount(), "stopping them was part of the one restart");
     }
 
     @Test

@@ -113,7 +113,9 @@ class LocalModeIT {
         Path job = jobWithWorkerEnv("restart.yaml", "FAIL_ONCE_EXIT_CODE", "137", "FAIL_RANKS", "1");
         Run run = run(job.toString());
         assertEquals(0, run.exitCode(), run.out() + run.err());
-        assertTrue(run.out().contains("ReplicaRestarted: Restarting pod ddp-local-worker-0 (container pytorch) exited with code 137"), run.out());
+        // It failed before the rendezvous: the master waits there, and the job restarts as a group once the wait for it is over.
+        assertTrue(run.out().contains("JobRestarting: pod ddp-local-worker-0 (container pytorch) exited with code 137 (Error); "
+                + "stopping ddp-local-master-0; the job restarts as a group (restart 1 of backoffLimit 2)"), run.out());
         assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-local Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
     }
 
@@ -139,7 +141,8 @@ class LocalModeIT {
         Run run = run(job.toString());
         assertEquals(0, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().contains("[ddp-kubeflow-worker-0] exited with code 3; the node restarts it in place"), run.out());
-        assertTrue(run.out().contains("ReplicaRestarted: pod ddp-kubeflow-worker-0 (container pytorch) exited with code 3 (Error) and was restarted in place (restart 1 of backoffLimit 3)"), run.out());
+        assertTrue(run.out().contains("JobRestarting: pod ddp-kubeflow-worker-0 (container pytorch) exited with code 3 (Error) and was "
+                + "restarted in place; stopping ddp-kubeflow-master-0; the job restarts as a group (restart 1 of backoffLimit 3)"), run.out());
         assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-kubeflow Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
     }
 

@@ -106,7 +106,7 @@ class FailureHandlingTest {
         cluster.awaitNewPod("j-worker-1", oldUid);
         PyTorchTrainingJob restarted = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
         assertEquals(1, restarted.getStatus().tasks.get(1).restartCount);
-        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
+        cluster.awaitEvent("JobRestarting", "pod j-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
         cluster.kubelet.run("j-worker-1");
         cluster.kubelet.exit("j-master-0", 0);
         PyTorchTrainingJob done = cluster.awaitPhase("j", JobPhase.Succeeded);
@@ -160,8 +160,8 @@ class FailureHandlingTest {
             j.getSpec().runPolicy.backoffLimit = 0;
             return j;
         });
-        cluster.kubelet.run("j-worker-0");
-        // The status keeps following the pods: the restarted replica is seen running.
+        cluster.runAll();
+        // The status keeps following the pods: the restarted group is seen running.
         cluster.awaitJob("j", j -> j.getStatus().aggregate.running == 3 && j.getStatus().phase == JobPhase.Running);
         cluster.kubelet.exit("j-worker-1", 1);
         PyTorchTrainingJob failed = cluster.awaitPhase("j", JobPhase.Failed);
@@ -239,8 +239,8 @@ class FailureHandlingTest {
                 .anyMatch(c -> "ReconcileError".equals(c.type) && !c.isTrue()));
         // The failed write must not leave the counted restart behind for the error report to write: the
         // pass that counts it again is the one that says it.
-        assertEquals(1, cluster.events().stream().filter(e -> "ReplicaRestarted".equals(e.getReason())).count(),
-                "one ReplicaRestarted event for the one counted restart");
+        assertEquals(1, cluster.events().stream().filter(e -> "JobRestarting".equals(e.getReason())).count(),
+                "one JobRestarting event for the one counted restart");
         assertEquals(1, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count());
     }
 
@@ -250,7 +250,7 @@ class FailureHandlingTest {
      * records it, and the next pass writes both, the event once.
      */
     @ParameterizedTest(name = "{0}")
-    @CsvSource({"restart, ReplicaRestarted", "outcome, Succeeded"})
+    @CsvSource({"restart, JobRestarting", "outcome, Succeeded"})
     void anEventTheApiServerFailsOnceIsSaidOnceByTheNextPass(String what, String reason) {
         String namespace = "event-failed-" + what;
         OperatorHarness cluster = running(client, namespace, "OnFailure", "{backoffLimit: 3}");
@@ -353,7 +353,7 @@ class FailureHandlingTest {
         client.pods().inNamespace("vanish").withName("j-worker-0").delete();
         cluster.awaitNewPod("j-worker-0", uid);
         cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
-        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-0 was deleted");
+        cluster.awaitEvent("JobRestarting", "pod j-worker-0 was deleted");
     }
 
     @Test

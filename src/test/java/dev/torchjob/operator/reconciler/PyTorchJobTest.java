@@ -71,21 +71,26 @@ class PyTorchJobTest {
     }
 
     @Test
-    void aRestartInPlaceIsCountedOnceAndReachingBackoffLimitFailsTheJob() {
+    void restartsInPlaceOfOneFaultAreCountedOnceAndReachingBackoffLimitFailsTheJob() {
         OperatorHarness cluster = running("kf-inplace", "OnFailure", "{backoffLimit: 2}");
         StatusWritingKubelet kubelet = (StatusWritingKubelet) cluster.kubelet;
         String uid = cluster.pod("j-worker-0").getMetadata().getUid();
-        kubelet.restartInPlace("j-worker-0", 1);
+        // Worker 0 is killed; the other ranks fail in their collectives; the kubelet restarts all three in place.
+        kubelet.restartInPlace("j-worker-0", 137);
+        kubelet.restartInPlace("j-master-0", 1);
+        kubelet.restartInPlace("j-worker-1", 1);
         cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 1);
-        cluster.awaitEvent("ReplicaRestarted", "pod j-worker-0 (container pytorch) exited with code 1 (Error) and was restarted in place");
+        cluster.awaitEvent("JobRestarting", "pod j-worker-0 (container pytorch) exited with code 137 (Error) and was restarted in place; then ");
         cluster.awaitState("j", "Running");
         assertEquals(uid, cluster.pod("j-worker-0").getMetadata().getUid(), "restarted in place, not recreated");
-        assertEquals(1, cluster.pytorchJob("j").getStatus().backoffCount, "counted once");
+        assertEquals(1, cluster.pytorchJob("j").getStatus().backoffCount, "one fault, counted once");
 
-        kubelet.restartInPlace("j-worker-0", 1);
+        kubelet.restartInPlace("j-worker-0", 137);
+        kubelet.restartInPlace("j-master-0", 1);
+        kubelet.restartInPlace("j-worker-1", 1);
         PyTorchJob failed = cluster.awaitState("j", "Failed");
         assertEquals("BackoffLimitExceeded", failed.getStatus().failureReason);
-        assertEquals(2, failed.getStatus().backoffCount);
+        assertEquals(1, failed.getStatus().backoffCount, "the fault that spent the budget restarts nothing the operator counts");
         assertNotNull(failed.getStatus().completionTime);
     }
 
