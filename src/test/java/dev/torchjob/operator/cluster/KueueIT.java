@@ -299,6 +299,43 @@ class KueueIT {
         admin.namespaces().withName(ns).delete();
     }
 
+    /**
+     * One rank of an admitted job is killed mid-training: the job restarts as a group (every pod anew,
+     * one restart) and its Workload stays admitted through it — no eviction, no requeue, the quota kept —
+     * while PodsReady says the pods are recovering, then ready again.
+     */
+    @Test
+    @Order(5)
+    void aGroupRestartOfAnAdmittedJobKeepsItsAdmission() throws Exception {
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("kueue-group");
+            kueue.queues(cluster.namespace, "4");
+            cluster.submit(t9kJob("g", "low", 2, "250m"));
+            cluster.awaitPodNames("g-master-0", "g-worker-0", "g-worker-1");
+            cluster.runAll();
+            cluster.awaitPhase("g", JobPhase.Running);
+            await().atMost(WAIT).until(() -> "True".equals(condition(workloadOf(cluster, "g"), "PodsReady").get("status")));
+            Set<String> before = uids(cluster, "g-");
+
+            cluster.kubelet.oomKill("g-worker-1");
+            PyTorchTrainingJob restarted = cluster.awaitJob("g", j -> j.getStatus().backoffCount == 1);
+            assertEquals(1, restarted.getStatus().backoffCount);
+            cluster.awaitEvent("JobRestarting", "pod g-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
+            await().atMost(WAIT).until(() -> uids(cluster, "g-").size() == 3 && java.util.Collections.disjoint(before, uids(cluster, "g-")));
+            cluster.runAll();
+            await().atMost(WAIT).until(() -> "True".equals(condition(workloadOf(cluster, "g"), "PodsReady").get("status")));
+
+            GenericKubernetesResource workload = workloadOf(cluster, "g");
+            assertEquals("True", condition(workload, "Admitted").get("status"), KueueStandIn.status(workload).toString());
+            assertTrue(condition(workload, "Evicted").isEmpty() || !"True".equals(condition(workload, "Evicted").get("status")),
+                    "never evicted: " + KueueStandIn.status(workload));
+            assertEquals(0, requeueCount(workload), "never requeued");
+            assertEquals("Recovered", condition(workload, "PodsReady").get("reason"), "ready again after the restart");
+            assertEquals(1, cluster.job("g").getStatus().backoffCount, "one fault, one restart");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     /** The examples under kubernetes/examples/kueue/, applied as their comments say. */
     @Test
     @Order(6)
