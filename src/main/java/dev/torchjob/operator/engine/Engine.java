@@ -168,7 +168,7 @@ public final class Engine {
                         + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
             }
             Optional<String> success = success(topology);
-            if (success.isPresent()) {
+            if (success.isPresent() && !failedBeforeSuccess(topology)) {
                 return end(Outcome.Succeeded, "The job has finished successfully: " + success.get() + ".", topology);
             }
             return training(topology);
@@ -311,11 +311,8 @@ public final class Engine {
          */
         private Optional<Decision> incident(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace,
                 List<ReplicaSlot> missing) {
-            Set<String> failed = new java.util.HashSet<>();
-            failed.add(incident.cause().slot().podName());
-            incident.consequences().forEach(s -> failed.add(s.slot().podName()));
-            List<String> running = topology.slots().stream().map(ReplicaSlot::podName)
-                    .filter(name -> !failed.contains(name) && isStillRunning(pods.get(name))).toList();
+            List<String> running = topology.slots().stream().filter(slot -> !incident.involves(slot) && isStillRunning(pods.get(slot.podName())))
+                    .map(ReplicaSlot::podName).toList();
             Optional<Instant> settles = incident.settlesAt();
             if (!running.isEmpty() && !incident.cause().ending().fromOutside() && settles.isPresent() && now.isBefore(settles.get())) {
                 recheckAt(settles.get());
@@ -358,8 +355,7 @@ public final class Engine {
         private void restartGroup(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing,
                 int limit) {
             Stopped cause = incident.cause();
-            boolean survivors = topology.slots().stream().anyMatch(slot -> isStillRunning(pods.get(slot.podName()))
-                    && inPlace.stream().noneMatch(r -> r.slot().equals(slot)));
+            boolean survivors = topology.slots().stream().anyMatch(slot -> isStillRunning(pods.get(slot.podName())) && !incident.involves(slot));
             // Faults in a row of the job as a whole, whichever rank failed: the back-off grows with them.
             boolean ranLongEnough = cause.ending().ran() != null && cause.ending().ran().compareTo(backoff.resetAfter()) >= 0;
             int inARow = ranLongEnough ? 0 : previous.replicaGroups().stream().flatMap(g -> g.replicas().stream())
@@ -383,7 +379,7 @@ public final class Engine {
                 if (uid == null) {
                     continue; // not created yet: nothing to end
                 }
-                if (isStillRunning(pod)) {
+                if (isStillRunning(pod) && !incident.involves(slot)) {
                     stoppedWithIt.add(slot.podName());
                 }
                 if (!ledger.isCounted(slot.podName(), uid)) {
@@ -742,6 +738,25 @@ public final class Engine {
             Pod pod = pods.get(slot.podName());
             return pod != null && "Succeeded".equals(Pods.phase(pod)) && !ledger.isCounted(pod) ? Optional.of(slot.podName())
                     : Optional.empty();
+        }
+
+        /**
+         * A job restarting as a group whose replica failed in an earlier second than the success was
+         * reported: the failure came first (the master may finish while the verdict waits), so the incident
+         * is judged, not the success.
+         */
+        private boolean failedBeforeSuccess(JobTopology topology) {
+            if (!job.restartsAsGroup()) {
+                return false;
+            }
+            Instant succeededAt = topology.slots().stream().map(slot -> pods.get(slot.podName()))
+                    .filter(pod -> pod != null && "Succeeded".equals(Pods.phase(pod)))
+                    .map(pod -> ReplicaEnding.ofFailedPod(pod).at()).filter(java.util.Objects::nonNull)
+                    .max(java.util.Comparator.naturalOrder()).orElse(null);
+            return succeededAt != null && topology.slots().stream().map(slot -> pods.get(slot.podName()))
+                    .filter(pod -> pod != null && "Failed".equals(Pods.phase(pod)) && !ledger.isCounted(pod))
+                    .map(pod -> ReplicaEnding.ofFailedPod(pod).at())
+                    .anyMatch(at -> at != null && at.isBefore(succeededAt));
         }
 
         private boolean isRunningOrDone(ReplicaSlot slot, Pod pod) {

@@ -48,6 +48,11 @@ record Incident(Stopped cause, List<Stopped> consequences) {
         return new Incident(ordered.get(0), ordered.subList(1, ordered.size()));
     }
 
+    /** The replica stopped in this incident, as its cause or a consequence. */
+    boolean involves(ReplicaSlot slot) {
+        return cause.slot().equals(slot) || consequences.stream().anyMatch(s -> s.slot().equals(slot));
+    }
+
     /** When the verdict stops waiting for replicas still running: {@link #SETTLE} after the first failure with a known time. */
     Optional<Instant> settlesAt() {
         return Stream.concat(Stream.of(cause), consequences.stream())

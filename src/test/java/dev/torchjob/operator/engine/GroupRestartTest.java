@@ -134,6 +134,29 @@ class GroupRestartTest {
     }
 
     @Test
+    void aMasterFinishingWhileTheVerdictWaitsDoesNotHideAnEarlierCodeError() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.exit("j-worker-0", 1, "Error", CODE_ERROR, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        assertEquals(null, run.pass().state().outcome(), "waiting for the master");
+        run.succeed("j-master-0");
+        run.pods.get("j-master-0").getStatus().getContainerStatuses().get(0).getState().getTerminated()
+                .setFinishedAt(FAULT.plusSeconds(3).toString());
+        Decision failed = run.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome(), "the code error came first");
+        assertTrue(((Situation.Ended) failed.situation()).message().startsWith("pod j-worker-0"));
+    }
+
+    @Test
+    void aWorkerFailingAfterTheMasterSucceededLeavesTheJobSucceeded() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.succeed("j-master-0");
+        run.pods.get("j-master-0").getStatus().getContainerStatuses().get(0).getState().getTerminated().setFinishedAt(FAULT.toString());
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT.plusSeconds(1));
+        assertEquals(Outcome.Succeeded, run.pass().state().outcome());
+    }
+
+    @Test
     void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.exit("j-worker-1", 2, "Error", CODE_ERROR, FAULT);
