@@ -169,6 +169,7 @@ public final class Engine {
             }
             Optional<String> success = success(topology);
             if (success.isPresent() && !failedBeforeSuccess(topology)) {
+                countRestartsInPlaceBeforeSuccess(topology);
                 return end(Outcome.Succeeded, "The job has finished successfully: " + success.get() + ".", topology);
             }
             return training(topology);
@@ -202,12 +203,7 @@ public final class Engine {
                             stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
                         }
                     } else {
-                        // The kubelet restarts containers itself under pod restartPolicy OnFailure and Always.
-                        int restarts = Pods.containerRestarts(pod);
-                        int counted = view.restartsInPlaceCounted(pod);
-                        if (restarts > counted) {
-                            inPlace.add(new RestartedInPlace(slot, pod, restarts, restarts - counted));
-                        }
+                        restartedInPlace(slot, pod).ifPresent(inPlace::add);
                         String podPhase = Pods.phase(pod);
                         if ("Failed".equals(podPhase)) {
                             stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
@@ -456,6 +452,40 @@ public final class Engine {
 
         /** Container restarts the kubelet made of one pod since the last pass. */
         private record RestartedInPlace(ReplicaSlot slot, Pod pod, int restarts, int uncounted) {
+        }
+
+        /** The kubelet restarts containers itself under pod restartPolicy OnFailure and Always: those not counted yet. */
+        private Optional<RestartedInPlace> restartedInPlace(ReplicaSlot slot, Pod pod) {
+            int restarts = Pods.containerRestarts(pod);
+            int counted = view.restartsInPlaceCounted(pod);
+            return restarts > counted ? Optional.of(new RestartedInPlace(slot, pod, restarts, restarts - counted)) : Optional.empty();
+        }
+
+        /**
+         * The job succeeded while the verdict on restarts the kubelet made in place still waited: they
+         * happened (the group re-formed and trained to the end), so they are one restart, said and counted.
+         */
+        private void countRestartsInPlaceBeforeSuccess(JobTopology topology) {
+            if (!job.restartsAsGroup()) {
+                return;
+            }
+            List<RestartedInPlace> inPlace = topology.slots().stream()
+                    .filter(slot -> pods.get(slot.podName()) != null && !Pods.isTerminating(pods.get(slot.podName())))
+                    .map(slot -> restartedInPlace(slot, pods.get(slot.podName()))).flatMap(Optional::stream).toList();
+            if (inPlace.isEmpty()) {
+                return;
+            }
+            Incident incident = Incident.of(inPlace.stream()
+                    .map(r -> new Stopped(r.slot(), ReplicaEnding.restartedInPlace(r.pod()), uidOf(r.pod()), r.pod())).toList());
+            ledger.countIncident();
+            recordIncident(incident, null);
+            inPlace.forEach(r -> view.restartedInPlace(ReplicaEnding.restartedInPlace(r.pod()), r.restarts()));
+            restartsThisPass.merge(incident.cause().slot().type(), 1, Integer::sum);
+            ReplicaEnding ending = incident.cause().ending();
+            restarts.add(new Plan.RestartCounted(incident.cause().slot().type(),
+                    ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true));
+            events.add(JobEvent.warning("JobRestarting", ending.withOutput(incident.story() + "; the ranks re-formed the group in place "
+                    + "(restart " + ledger.backoffCount() + ")")).about(incident.cause().podUid()));
         }
 
         /**

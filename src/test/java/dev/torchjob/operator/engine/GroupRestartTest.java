@@ -157,6 +157,20 @@ class GroupRestartTest {
     }
 
     @Test
+    void ranksThatReformedInPlaceAndSucceededWhileTheVerdictWaitedAreOneRestart() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        run.restartInPlace("j-worker-0", 3);
+        run.pods.get("j-worker-0").getStatus().getContainerStatuses().get(0).getLastState().getTerminated()
+                .setFinishedAt(FAULT.toString());
+        assertEquals(0, run.pass().state().backoffCount(), "a program's own exit: waiting for the others");
+        run.succeed("j-master-0");
+        Decision done = run.pass();
+        assertEquals(Outcome.Succeeded, done.state().outcome());
+        assertEquals(1, done.state().backoffCount(), "the restart the kubelet made is counted");
+        assertEquals(1, events(done, "JobRestarting").size());
+    }
+
+    @Test
     void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.exit("j-worker-1", 2, "Error", CODE_ERROR, FAULT);
