@@ -46,6 +46,20 @@ def raise_if_asked(epoch):
         raise ValueError(f"rank {os.environ['RANK']}: a bad batch in epoch {epoch + 1} (RAISE_IN_EPOCH)")
 
 
+def exhaust_memory_if_asked(epoch):
+    """Test hook: OOM_IN_EPOCH=3 makes the FAIL_RANKS allocate without bound in epoch 3, once (a marker file
+    in the working directory remembers it): the container's memory limit has the kernel kill it."""
+    ranks = os.environ.get("FAIL_RANKS", "").split(",")
+    marker = f".oom-once-rank-{os.environ['RANK']}"
+    if os.environ.get("OOM_IN_EPOCH") != str(epoch + 1) or os.environ["RANK"] not in ranks or os.path.exists(marker):
+        return
+    open(marker, "w").close()
+    print(f"rank {os.environ['RANK']}: allocating without bound in epoch {epoch + 1} (OOM_IN_EPOCH)", flush=True)
+    hog = []
+    while True:
+        hog.append(bytearray(64 << 20))
+
+
 def exit_on_sigterm():
     """In a container the training process is PID 1, and PID 1 ignores SIGTERM unless it handles it:
     without this a deleted, paused or timed-out job's pods would wait out their grace period and be
@@ -115,6 +129,7 @@ def main():
     for epoch in range(first_epoch, EPOCHS):
         sampler.set_epoch(epoch)
         raise_if_asked(epoch)
+        exhaust_memory_if_asked(epoch)
         total = torch.zeros(2)
         for x, y in loader:
             optimizer.zero_grad()

@@ -1,0 +1,238 @@
+package dev.torchjob.operator.cluster;
+
+import static dev.torchjob.operator.cluster.RealNodeJobs.TRAINING;
+import static dev.torchjob.operator.cluster.RealNodeJobs.awaitT9k;
+import static dev.torchjob.operator.cluster.RealNodeJobs.events;
+import static dev.torchjob.operator.cluster.RealNodeJobs.logs;
+import static dev.torchjob.operator.cluster.RealNodeJobs.replica;
+import static dev.torchjob.operator.cluster.RealNodeJobs.submitT9k;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * One rank's fault in the middle of real DDP training on the real node: after the rendezvous, the rank's
+ * process is SIGKILLed from the machine by its PID, OOM-killed by its container's memory limit, or its pod
+ * deleted with kubectl; every other rank then fails in its collective. Each job restarts as a group for one
+ * restart, named by its cause, resumes from its checkpoint and succeeds; a rank whose code raises fails the
+ * job, named. The time from the fault to every rank past {@code init_process_group} again is printed.
+ */
+class RealNodeFaultsIT {
+    static final int EPOCHS = 40;
+    static OperatorInstall install;
+    static KubernetesClient admin;
+    static Kubectl kubectl;
+    static RealNode node;
+    static AutoCloseable exclusive;
+    static final List<Long> faultToTraining = new ArrayList<>();
+
+    @BeforeAll
+    static void cluster() {
+        install = OperatorInstall.get();
+        install.operator();
+        admin = install.cluster.admin();
+        kubectl = install.cluster.kubectl();
+        node = RealNode.get();
+        exclusive = node.exclusive();
+    }
+
+    @AfterEach
+    void freeTheNode() {
+        RealNodeJobs.freeTheNode();
+    }
+
+    @AfterAll
+    static void release() throws Exception {
+        System.out.printf("real node: a rank's fault mid-training -> every rank past init_process_group again: %s ms%n", faultToTraining);
+        if (exclusive != null) {
+            exclusive.close();
+        }
+    }
+
+    /** The master: trains, keeps its checkpoint in a folder on the node's disk (the example's CHECKPOINT_PATH). */
+    static String master(String policy, Path state) {
+        return replica("master", policy, """
+                command: [python, train.py]
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: state, mountPath: /state}]
+                """.formatted(EPOCHS), state(state));
+    }
+
+    /** A worker; {@code env} adds to its environment, {@code limits} are its resource limits (a YAML flow map). */
+    static String worker(String policy, Path state, String env, String limits) {
+        return replica("worker", policy, """
+                command: [python, /workspace/train.py]
+                workingDir: /state
+                env: [{name: EPOCHS, value: "%d"}%s]
+                resources: {requests: {cpu: 250m}, limits: %s}
+                volumeMounts: [{name: state, mountPath: /state}]
+                """.formatted(EPOCHS, env, limits), state(state));
+    }
+
+    static String state(Path folder) {
+        return "volumes: [{name: state, hostPath: {path: " + folder + ", type: DirectoryOrCreate}}]\n";
+    }
+
+    /** Returns once the master has logged {@code line}: the ranks are past the rendezvous, in training. */
+    static void awaitLogged(String ns, String pod, String line) {
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> {
+            Pod p = admin.pods().inNamespace(ns).withName(pod).get();
+            return p != null && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())
+                    && kubectl.run("logs", "-n", ns, pod).out().contains(line);
+        });
+    }
+
+    static Set<String> podUids(String ns) {
+        return admin.pods().inNamespace(ns).list().getItems().stream().map(p -> p.getMetadata().getUid()).collect(Collectors.toSet());
+    }
+
+    /** SIGKILL to the pod's training process, from the machine, as the kernel or a kubelet would send it. */
+    static Instant killFromTheMachine(String ns, String pod) {
+        long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
+        Instant at = Instant.now();
+        assertTrue(ProcessHandle.of(pid).orElseThrow().destroyForcibly(), "SIGKILL to " + pod + " (pid " + pid + ")");
+        return at;
+    }
+
+    /** The fault to the last rank's all-reduce line in its new pod (the kubelet's timestamps), recorded. */
+    static void recordTimeToTrainAgain(String ns, Instant fault, String... pods) {
+        Instant last = fault;
+        for (String pod : pods) {
+            Instant in = RealNodeIT.loggedAt(ns, pod, "all-reduce check");
+            last = in.isAfter(last) ? in : last;
+        }
+        faultToTraining.add(Duration.between(fault, last).toMillis());
+    }
+
+    /** One group restart named by its cause; the new group resumed from the checkpoint and trained to the end. */
+    static void assertOneRestartResumed(String ns, String job, String causeStart, Set<String> before) {
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), "one incident, said once: " + events(ns, null));
+        assertTrue(restarting.get(0).startsWith(causeStart), restarting.get(0));
+        assertTrue(restarting.get(0).contains("the job restarts as a group (restart 1 of backoffLimit 2)"), restarting.get(0));
+        assertTrue(events(ns, "ReplicaRestarted").isEmpty(), events(ns, null).toString());
+        String master = logs(ns, job + "-master-0");
+        assertTrue(master.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), master);
+        assertTrue(master.contains("final accuracy"), master);
+        Set<String> now = podUids(ns);
+        assertTrue(now.stream().noneMatch(before::contains), "no pod of the old group is left");
+    }
+
+    @Test
+    void aRankKilledFromTheMachineMidTrainingRestartsTheJobOnceAndItResumes() {
+        String ns = install.namespace("killed");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "k", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+        awaitLogged(ns, "k-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        Instant fault = killFromTheMachine(ns, "k-worker-0");
+        PyTorchTrainingJob done = awaitT9k(ns, "k", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        assertOneRestartResumed(ns, "k", "pod k-worker-0 (container pytorch) exited with code 137 (Error)", before);
+        recordTimeToTrainAgain(ns, fault, "k-master-0", "k-worker-0");
+    }
+
+    @Test
+    void aRankOomKilledByItsLimitMidTrainingRestartsTheJobOnce() {
+        String ns = install.namespace("oom-mid");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "o", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state,
+                ", {name: OOM_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}", "{memory: 512Mi}"));
+        awaitLogged(ns, "o-master-0", "all-reduce check");
+        Set<String> before = podUids(ns);
+        PyTorchTrainingJob done = awaitT9k(ns, "o", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount);
+        assertOneRestartResumed(ns, "o", "pod o-worker-0 (container pytorch) exited with code 137 (OOMKilled)", before);
+    }
+
+    @Test
+    void aPodDeletedWithKubectlMidTrainingRestartsTheJobOnce() {
+        String ns = install.namespace("deleted");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "d", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+        awaitLogged(ns, "d-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        Instant fault = Instant.now();
+        kubectl.run("delete", "pod", "d-worker-0", "-n", ns, "--wait=false").orFail();
+        PyTorchTrainingJob done = awaitT9k(ns, "d", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount);
+        assertOneRestartResumed(ns, "d", "pod d-worker-0 was deleted", before);
+        recordTimeToTrainAgain(ns, fault, "d-master-0", "d-worker-0");
+        await().atMost(Duration.ofSeconds(30)).until(() -> admin.pods().inNamespace(ns).list().getItems().stream()
+                .noneMatch(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
+    }
+
+    @Test
+    void aRankWhoseCodeRaisesMidTrainingFailsTheJobNamingThatRank() {
+        String ns = install.namespace("raises");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "r", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state,
+                ", {name: RAISE_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}", "{}"));
+        PyTorchTrainingJob failed = awaitT9k(ns, "r", JobPhase.Failed);
+        var condition = failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type)).findFirst().orElseThrow();
+        assertEquals("ReplicaFailedPermanently", condition.reason);
+        assertTrue(condition.message.startsWith("pod r-worker-0 (container pytorch) exited with code 1 (Error)"), condition.message);
+        assertTrue(condition.message.contains("ValueError: rank 1: a bad batch in epoch 3"), condition.message);
+        assertFalse(condition.message.contains("Connection reset"), "never the peer's error: " + condition.message);
+        assertEquals(0, failed.getStatus().backoffCount);
+    }
+
+    @Test
+    void aKubeflowJobsKilledWorkerIsOneRestartAndTheJobAndItsPodsSucceed() {
+        String ns = install.namespace("kf-killed");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String container = """
+                      template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
+                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}],
+                        resources: {requests: {cpu: 250m}}, volumeMounts: [{name: state, mountPath: /state}]}],
+                        volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
+                """.formatted(EPOCHS, state);
+        String manifest = """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: kf}
+                spec:
+                  runPolicy: {backoffLimit: 2}
+                  pytorchReplicaSpecs:
+                    Master:
+                      restartPolicy: OnFailure
+                %s    Worker:
+                      replicas: 2
+                      restartPolicy: OnFailure
+                %s""".formatted(container, container);
+        kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+        awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+        Instant fault = killFromTheMachine(ns, "kf-worker-0");
+        PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
+                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+        assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
+        assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), events(ns, null).toString());
+        assertTrue(restarting.get(0).startsWith("pod kf-worker-0 (container pytorch) exited with code 137 (Error)"), restarting.get(0));
+        assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
+        recordTimeToTrainAgain(ns, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+    }
+}
