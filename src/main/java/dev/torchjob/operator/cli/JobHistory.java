@@ -64,7 +64,19 @@ public final class JobHistory {
                     lastTermination(pod))));
             out.append(Columns.render(rows, "  "));
         }
+        long unfinished = pods.stream().filter(pod -> pod.getMetadata().getDeletionTimestamp() == null
+                && !"Succeeded".equals(phase(pod)) && !"Failed".equals(phase(pod))).count();
+        if (job.ended() && unfinished > 0) {
+            // Nothing of the operator's runs for an ended job: only the clean-up policy leaves pods running.
+            out.append("  ").append(unfinished).append(unfinished == 1 ? " pod is" : " pods are")
+                    .append(" still running after the job ended: its clean-up policy keeps them (")
+                    .append(job.kind() == JobKind.T9K ? "runPolicy.cleanUpPolicy" : "runPolicy.cleanPodPolicy").append(")\n");
+        }
         return out.toString();
+    }
+
+    private static String phase(Pod pod) {
+        return pod.getStatus() == null ? null : pod.getStatus().getPhase();
     }
 
     /** Created, then every condition change and event, oldest first; a restart event says which restart it was. */

@@ -137,6 +137,20 @@ class JobViewTest {
         assertTrue(pods.get(0).matches("\\s+REPLICA\\s+POD\\s+NODE\\s+PHASE\\s+RESTARTS\\s+LAST TERMINATION"), pods.get(0));
         assertTrue(pods.get(1).matches("\\s+master-0\\s+ddp-master-0\\s+node-a\\s+Succeeded\\s+0\\s+pytorch exited 0 \\(Completed\\)"), pods.get(1));
         assertTrue(pods.get(2).matches("\\s+worker-0\\s+ddp-worker-0\\s+node-a\\s+Running\\s+0"), pods.get(2));
+        assertEquals("  1 pod is still running after the job ended: its clean-up policy keeps them (runPolicy.cleanUpPolicy)", pods.get(3));
+    }
+
+    @Test
+    void describeListsAGroupRestartWithItsCauseAndConsequences() {
+        JobView job = t9k("{}", RESTARTED_AND_SUCCEEDED);
+        Event restarted = event("JobRestarting", "pod ddp-worker-0 (container pytorch) exited with code 137 (OOMKilled); then ddp-master-0 "
+                + "(exit code 1) failed too, a consequence (not counted); the job restarts as a group (restart 1 of backoffLimit 2); last output:\nKilled",
+                "2026-11-26T11:53:00Z");
+        String described = JobHistory.render(job, List.of(), List.of(restarted));
+        assertTrue(described.contains("  2026-11-26 11:53:00Z  JobRestarting  pod ddp-worker-0 (container pytorch) exited with code 137 (OOMKilled); "
+                + "then ddp-master-0 (exit code 1) failed too, a consequence (not counted); the job restarts as a group (restart 1 of backoffLimit 2)\n"),
+                described);
+        assertTrue(!described.contains("still running"), described);
     }
 
     static Event event(String reason, String message, String time) {

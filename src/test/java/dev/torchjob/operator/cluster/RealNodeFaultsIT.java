@@ -119,7 +119,7 @@ class RealNodeFaultsIT {
     static void recordTimeToTrainAgain(String ns, Instant fault, String... pods) {
         Instant last = fault;
         for (String pod : pods) {
-            Instant in = RealNodeIT.loggedAt(ns, pod, "all-reduce check");
+            Instant in = RealNodeJobs.loggedAt(ns, pod, "all-reduce check");
             last = in.isAfter(last) ? in : last;
         }
         faultToTraining.add(Duration.between(fault, last).toMillis());

@@ -298,10 +298,11 @@ class RealNodeIT {
     }
 
     /**
-     * Kubeflow's OnFailure: the kubelet restarts the crashed container in place; each restart is counted
-     * once, `kubectl logs --previous` shows the crash, and the replica's lastFailure in `status.tasks` has
-     * the real termination message. The worker crashes every time (FAIL_ALWAYS) with backoffLimit 2: the
-     * second in-place restart reaches it and the job fails (Kubeflow's rule).
+     * Kubeflow's OnFailure, restarting per replica (restart scope Replica, Kubeflow v1's behaviour): the
+     * kubelet restarts the crashed container in place; each restart is counted once, `kubectl logs
+     * --previous` shows the crash, and the replica's lastFailure in `status.tasks` has the real termination
+     * message. The worker crashes every time (FAIL_ALWAYS) with backoffLimit 2: the second in-place restart
+     * reaches it and the job fails (Kubeflow's rule).
      */
     @Test
     void inPlaceRestartsAreCountedPerKubeletRestartUntilTheBudgetIsSpent() {
@@ -309,7 +310,7 @@ class RealNodeIT {
         String manifest = """
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
-                metadata: {name: inplace}
+                metadata: {name: inplace, annotations: {torchjob.dev/restart-scope: Replica}}
                 spec:
                   runPolicy: {backoffLimit: 2}
                   pytorchReplicaSpecs:
@@ -547,10 +548,10 @@ class RealNodeIT {
             submitT9k(ns, "t", "backoffLimit: 2", training("master", "ExitCode", 3) + worker);
             PyTorchTrainingJob done = awaitT9k(ns, "t", JobPhase.Succeeded);
             assertEquals(1, done.getStatus().backoffCount);
-            java.time.Instant masterIn = loggedAt(ns, "t-master-0", "all-reduce check");
-            java.time.Instant workerIn = loggedAt(ns, "t-worker-0", "all-reduce check");
+            java.time.Instant masterIn = RealNodeJobs.loggedAt(ns, "t-master-0", "all-reduce check");
+            java.time.Instant workerIn = RealNodeJobs.loggedAt(ns, "t-worker-0", "all-reduce check");
             toTraining.add(java.time.Duration.between(submitted, masterIn.isAfter(workerIn) ? masterIn : workerIn).toMillis());
-            String failedAt = events(ns, "ReplicaRestarted").get(0);
+            String failedAt = events(ns, "JobRestarting").get(0);
             assertTrue(failedAt.contains("exited with code 137"), failedAt);
             // The first worker wrote its marker (on the node's disk) right before it exited.
             java.time.Instant exited = Files.getLastModifiedTime(marker.resolve(".failed-once-rank-1")).toInstant();
@@ -569,10 +570,4 @@ class RealNodeIT {
         return values.stream().sorted().toList().get(values.size() / 2);
     }
 
-    /** When the kubelet took the line: `kubectl logs --timestamps`. */
-    static java.time.Instant loggedAt(String ns, String pod, String text) {
-        String line = kubectl.run("logs", "--timestamps", "-n", ns, pod).orFail().out().lines().filter(l -> l.contains(text))
-                .findFirst().orElseThrow(() -> new AssertionError(text + " not in the log of " + pod));
-        return java.time.Instant.parse(line.substring(0, line.indexOf(' ')));
-    }
 }

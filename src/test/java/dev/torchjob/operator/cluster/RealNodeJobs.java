@@ -132,6 +132,13 @@ final class RealNodeJobs {
         return job;
     }
 
+    /** When the kubelet took the first line with {@code text}: `kubectl logs --timestamps`. */
+    static java.time.Instant loggedAt(String ns, String pod, String text) {
+        String line = kubectl().run("logs", "--timestamps", "-n", ns, pod).orFail().out().lines().filter(l -> l.contains(text))
+                .findFirst().orElseThrow(() -> new AssertionError(text + " not in the log of " + pod));
+        return java.time.Instant.parse(line.substring(0, line.indexOf(' ')));
+    }
+
     static String logs(String ns, String pod) {
         return kubectl().run("logs", "-n", ns, pod).orFail().out();
     }
