@@ -70,7 +70,7 @@ public final class JobHistory {
             // Nothing of the operator's runs for an ended job: only the clean-up policy leaves pods running.
             out.append("  ").append(unfinished).append(unfinished == 1 ? " pod is" : " pods are")
                     .append(" still running after the job ended: its clean-up policy keeps them (")
-                    .append(job.kind() == JobKind.T9K ? "runPolicy.cleanUpPolicy" : "runPolicy.cleanPodPolicy").append(")\n");
+                    .append(job.kind() == CliArguments.JobKind.T9K ? "runPolicy.cleanUpPolicy" : "runPolicy.cleanPodPolicy").append(")\n");
         }
         return out.toString();
     }
