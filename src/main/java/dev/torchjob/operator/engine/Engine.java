@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,7 +20,6 @@ import dev.torchjob.operator.engine.JobState.ReplicaState;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
-import dev.torchjob.operator.engine.Plan.PodDeletion;
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
@@ -33,15 +31,15 @@ import io.fabric8.kubernetes.api.model.Pod;
  *
  * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
  * admission (the queue's gate, then the gang scheduler's); debug; the deadline; success; and
- * training, where stopped replicas are restarted or end the job ({@link RestartDecision}).
+ * training, where stopped replicas restart or end the job: together for a job that restarts as a
+ * group ({@link GroupRestarts}), one by one otherwise ({@link ReplicaRestarts}). What a pass decides
+ * to do accumulates in its {@link PassOutput}.
  */
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
     public static final Duration ADMISSION_RECHECK = Duration.ofSeconds(60);
     /** activeDeadlineSeconds beyond this (about 100 years) counts as this. */
     static final Duration MAX_DEADLINE = Duration.ofDays(36_525);
-    /** The furthest a pass asks to be woken: every job is looked at again within this anyway. */
-    static final Duration MAX_RECHECK = Duration.ofMinutes(10);
 
     private Engine() {
     }
@@ -67,19 +65,14 @@ public final class Engine {
         private final RestartLedger ledger;
         private final ReplicaView view;
 
-        private final List<PodRequest> creates = new ArrayList<>();
-        private final List<PodDeletion> deletes = new ArrayList<>();
-        private final List<JobEvent> events = new ArrayList<>();
-        private final List<Plan.RestartCounted> restarts = new ArrayList<>();
-        private final Map<String, Integer> restartsThisPass = new LinkedHashMap<>();
+        private final PassOutput out;
+        private final GroupRestarts groupRestarts;
+        private final ReplicaRestarts replicaRestarts;
         private boolean createService;
         private boolean createPodGroup;
         private boolean resuming;
-        private Duration recheckAfter;
         private Plan.CreationReport podsCreated;
         private boolean deleteJob;
-        /** A fault whose verdict waits for the other replicas: what the status says meanwhile. */
-        private String incidentUnderWay;
 
         // The next state, starting from the previous one.
         private Phase phase;
@@ -108,6 +101,9 @@ public final class Engine {
             this.now = observation.now().truncatedTo(ChronoUnit.SECONDS);
             this.ledger = new RestartLedger(previous);
             this.view = new ReplicaView(pods, previous, ledger, createdPods);
+            this.out = new PassOutput(now);
+            this.groupRestarts = new GroupRestarts(job, previous, pods, createdPods, ledger, view, backoff, now, out);
+            this.replicaRestarts = new ReplicaRestarts(job, previous, ledger, view, backoff, now, out);
             this.phase = previous.phase();
             this.startTime = previous.startTime();
             this.completionTime = previous.completionTime();
@@ -126,7 +122,7 @@ public final class Engine {
             }
             if (job.problem().isPresent()) {
                 String problem = job.problem().get();
-                events.add(JobEvent.warning(Outcome.InvalidSpec.name(), problem));
+                out.events.add(JobEvent.warning(Outcome.InvalidSpec.name(), problem));
                 return end(Outcome.InvalidSpec, problem, null);
             }
             JobTopology topology = JobTopology.of(job);
@@ -140,11 +136,11 @@ public final class Engine {
                 resuming = true;
                 startTime = null;
                 if (previous.pause() == Pause.PAUSED) {
-                    events.add(JobEvent.normal("Resumed", wording.resuming()));
+                    out.events.add(JobEvent.normal("Resumed", wording.resuming()));
                 }
             }
             if (queue instanceof QueueAdmission.Admitted admission && previous.queued()) {
-                events.add(JobEvent.normal("Admitted", "Admitted by ClusterQueue " + admission.clusterQueue()
+                out.events.add(JobEvent.normal("Admitted", "Admitted by ClusterQueue " + admission.clusterQueue()
                         + (previous.pause() == Pause.EVICTED ? "; the job resumes after its eviction" : "")));
             }
             if (queue instanceof QueueAdmission.Refused refused) {
@@ -168,8 +164,10 @@ public final class Engine {
                         + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
             }
             Optional<String> success = success(topology);
-            if (success.isPresent() && !failedBeforeSuccess(topology)) {
-                countRestartsInPlaceBeforeSuccess(topology);
+            if (success.isPresent() && !(job.restartsAsGroup() && groupRestarts.failedBeforeSuccess(topology))) {
+                if (job.restartsAsGroup()) {
+                    groupRestarts.countRestartsInPlaceBeforeSuccess(topology);
+                }
                 return end(Outcome.Succeeded, "The job has finished successfully: " + success.get() + ".", topology);
             }
             return training(topology);
@@ -193,9 +191,9 @@ public final class Engine {
                         // (a survivor of a group restart) is ended at once; a failed one stays until its back-off is due,
                         // so its logs can still be read.
                         if (restartAt.isPresent() && Pods.replicaPhase(pod).isFinished()) {
-                            recheckAt(restartAt.get());
+                            out.recheckAt(restartAt.get());
                         } else {
-                            deleteUnlessTerminating(pod, DeletionReason.RESTART);
+                            out.delete(pod, DeletionReason.RESTART);
                         }
                     } else if (Pods.isTerminating(pod)) {
                         if (job.restartsAsGroup() && java.util.Objects.equals(uidOf(pod), lastUid)) {
@@ -203,7 +201,7 @@ public final class Engine {
                             stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
                         }
                     } else {
-                        restartedInPlace(slot, pod).ifPresent(inPlace::add);
+                        RestartedInPlace.of(slot, pod, view).ifPresent(inPlace::add);
                         String podPhase = Pods.phase(pod);
                         if ("Failed".equals(podPhase)) {
                             stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
@@ -215,59 +213,29 @@ public final class Engine {
                 } else if (lastUid != null && !ledger.isCounted(slot.podName(), lastUid)) {
                     stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), lastUid, null));
                 } else if (restartAt.isPresent()) {
-                    recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
+                    out.recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
                 } else {
                     missing.add(slot);
                 }
             }
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
-            int limit = job.runPolicy().backoffLimit();
-            if (job.restartsAsGroup()) {
-                List<Stopped> failures = new ArrayList<>(stopped.stream().filter(Stopped::isFailure).toList());
-                inPlace.forEach(r -> failures.add(new Stopped(r.slot(), ReplicaEnding.restartedInPlace(r.pod()), uidOf(r.pod()), r.pod())));
-                if (!failures.isEmpty()) {
-                    Optional<Decision> ended = incident(topology, Incident.of(failures), inPlace, missing);
-                    if (ended.isPresent()) {
-                        return ended.get();
-                    }
-                    stopped.removeIf(Stopped::isFailure);
-                    inPlace.clear();
+            List<Stopped> failures = new ArrayList<>(stopped.stream().filter(Stopped::isFailure).toList());
+            if (job.restartsAsGroup() && (!failures.isEmpty() || !inPlace.isEmpty())) {
+                List<Stopped> incident = new ArrayList<>(failures);
+                inPlace.forEach(r -> incident.add(r.stopped()));
+                Optional<Ending> ended = groupRestarts.judge(topology, Incident.of(incident), inPlace, missing);
+                if (ended.isPresent()) {
+                    return end(ended.get().outcome(), ended.get().message(), topology);
                 }
+                // A success under Always is still one replica's restart.
+                stopped.removeIf(Stopped::isFailure);
+                inPlace.clear();
+                failures.clear();
             }
-            for (RestartedInPlace restarted : inPlace) {
-                Optional<Decision> spent = countInPlace(restarted, limit, topology);
-                if (spent.isPresent()) {
-                    return spent.get();
-                }
-            }
-            RestartDecision decision = RestartDecision.of(stopped, ledger.backoffCount(), job.runPolicy().restartsAllowed(),
-                    job.retryableExitCodes());
-            if (decision instanceof RestartDecision.NotRestartable notRestartable) {
-                Stopped s = notRestartable.replica();
-                view.failed(s.ending());
-                String message = s.ending().withOutput(s.ending().summary() + "; restartPolicy " + s.policy() + " does not restart it");
-                events.add(JobEvent.warning("ReplicaFailed", message).about(s.podUid()));
-                return end(Outcome.ReplicaFailedPermanently, message, topology);
-            }
-            if (decision instanceof RestartDecision.BudgetSpent spent) {
-                view.failed(spent.replica().ending());
-                ReplicaEnding ending = spent.replica().ending();
-                String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
-                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
-                events.add(JobEvent.warning("ReplicaFailed", message).about(spent.replica().podUid()));
-                return end(Outcome.BackoffLimitExceeded, message, topology);
-            }
-            RestartDecision.Restart restart = (RestartDecision.Restart) decision;
-            for (Stopped s : restart.restarts()) {
-                Optional<Instant> restartAt = countRestart(s, limit);
-                if (restartAt.isPresent()) {
-                    recheckAt(restartAt.get());
-                } else if (s.pod() != null) {
-                    deleteUnlessTerminating(s.pod(), DeletionReason.RESTART);
-                } else {
-                    missing.add(s.slot());
-                }
+            Optional<Ending> ended = replicaRestarts.apply(stopped, inPlace, missing);
+            if (ended.isPresent()) {
+                return end(ended.get().outcome(), ended.get().message(), topology);
             }
 
             scaleDown(topology);
@@ -275,13 +243,13 @@ public final class Engine {
             createPodGroup = podGroup == PodGroupState.MISSING;
             boolean pausedBefore = previous.pause() != Pause.NEVER;
             for (ReplicaSlot slot : missing) {
-                creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
+                out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");
-            deadline().ifPresent(d -> recheckAt(d.plusSeconds(1)));
+            deadline().ifPresent(d -> out.recheckAt(d.plusSeconds(1)));
 
             List<StartBlocker> cannotStart = cannotStart(topology);
-            replicaGroups = view.of(topology, true, restartsThisPass);
+            replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
                 elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
             }
@@ -290,135 +258,9 @@ public final class Engine {
             initialized = allCreated || previous.initialized();
             running = allRunning || previous.running();
             phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
-            boolean replicaFailure = !restart.failures().isEmpty() || ledger.hasEntries() || incidentUnderWay != null;
-            return decided(new Situation.Active(replicaFailure, incidentUnderWay != null ? incidentUnderWay
-                    : replicaFailureMessage(restart.failures()), cannotStart));
-        }
-
-        // ---- group restarts ---------------------------------------------------------------------------
-
-        /**
-         * A fault of a job that restarts as a group. When the first failure seen is a program's own exit, it
-         * may be the consequence of a fault not reported yet: the verdict waits until every replica has
-         * stopped, or {@link Incident#SETTLE} has passed since the first failure. A stop from outside (a
-         * signal, OOM, deletion, eviction) is nobody's consequence and is decided at once. Then a cause its
-         * policy does not restart fails the job, one the budget cannot pay for too, and otherwise the replicas
-         * restart together for one restart of the budget. Returns the decision when the job ends.
-         */
-        private Optional<Decision> incident(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace,
-                List<ReplicaSlot> missing) {
-            List<String> running = topology.slots().stream().filter(slot -> !incident.involves(slot) && isStillRunning(pods.get(slot.podName())))
-                    .map(ReplicaSlot::podName).toList();
-            Optional<Instant> settles = incident.settlesAt();
-            if (!running.isEmpty() && !incident.cause().ending().fromOutside() && settles.isPresent() && now.isBefore(settles.get())) {
-                recheckAt(settles.get());
-                incidentUnderWay = incident.story() + "; waiting until " + settles.get() + " for " + String.join(", ", running)
-                        + " before deciding";
-                return Optional.empty();
-            }
-            Stopped cause = incident.cause();
-            int limit = job.runPolicy().backoffLimit();
-            if (!RestartRules.isRestartable(cause.policy(), cause.ending(), job.retryableExitCodes())) {
-                recordIncident(incident, null);
-                String message = cause.ending().withOutput(incident.story() + "; restartPolicy " + cause.policy() + " does not restart "
-                        + cause.slot().podName());
-                events.add(JobEvent.warning("ReplicaFailed", message).about(cause.podUid()));
-                return Optional.of(end(Outcome.ReplicaFailedPermanently, message, topology));
-            }
-            if (ledger.backoffCount() + 1 > job.runPolicy().restartsAllowed()) {
-                recordIncident(incident, null);
-                String message = cause.ending().withOutput(incident.story() + "; the restart budget is spent (backoffCount "
-                        + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
-                events.add(JobEvent.warning("ReplicaFailed", message).about(cause.podUid()));
-                return Optional.of(end(Outcome.BackoffLimitExceeded, message, topology));
-            }
-            restartGroup(topology, incident, inPlace, missing, limit);
-            return Optional.empty();
-        }
-
-        /** Alive as far as the pods show: not being deleted and not finished. */
-        private boolean isStillRunning(Pod pod) {
-            return pod != null && !Pods.isTerminating(pod) && !ledger.isCounted(pod) && !Pods.replicaPhase(pod).isFinished();
-        }
-
-        /**
-         * Counts the incident once and ends the group: every pod of the replicas goes (a survivor at once, a
-         * failed one when the back-off is due) and the new pods come once their names are free. When the
-         * kubelet restarted every replica in place, they re-form the group by themselves and stay; when some
-         * did not restart (blocked in a collective, or waiting at a rendezvous the others left), the whole
-         * group starts anew, so no rank of the old group is left to fail later.
-         */
-        private void restartGroup(JobTopology topology, Incident incident, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing,
-                int limit) {
-            Stopped cause = incident.cause();
-            boolean survivors = topology.slots().stream().anyMatch(slot -> isStillRunning(pods.get(slot.podName())) && !incident.involves(slot));
-            // Faults in a row of the job as a whole, whichever rank failed: the back-off grows with them.
-            boolean ranLongEnough = cause.ending().ran() != null && cause.ending().ran().compareTo(backoff.resetAfter()) >= 0;
-            int inARow = ranLongEnough ? 0 : previous.replicaGroups().stream().flatMap(g -> g.replicas().stream())
-                    .mapToInt(ReplicaState::failuresInARow).max().orElse(0);
-            Duration delay = backoff.delay(inARow);
-            Instant restartAt = delay.isZero() ? null : now.plus(delay);
-            ledger.countIncident();
-            recordIncident(incident, inARow + 1);
-            Map<String, RestartedInPlace> restartedInPlace = survivors ? Map.of() : inPlace.stream()
-                    .collect(Collectors.toMap(r -> r.slot().podName(), r -> r, (a, b) -> a));
-            List<String> stoppedWithIt = new ArrayList<>();
-            for (ReplicaSlot slot : topology.slots()) {
-                RestartedInPlace restarted = restartedInPlace.get(slot.podName());
-                if (restarted != null) {
-                    view.restartedInPlace(ReplicaEnding.restartedInPlace(restarted.pod()), restarted.restarts());
-                    continue;
-                }
-                Pod pod = pods.get(slot.podName());
-                ReplicaState known = previous.replica(slot.podName());
-                String uid = pod != null ? uidOf(pod) : createdPods.getOrDefault(slot.podName(), known == null ? null : known.uid());
-                if (uid == null) {
-                    continue; // not created yet: nothing to end
-                }
-                if (isStillRunning(pod) && !incident.involves(slot)) {
-                    stoppedWithIt.add(slot.podName());
-                }
-                if (!ledger.isCounted(slot.podName(), uid)) {
-                    ledger.mark(slot.podName(), uid, restartAt);
-                }
-                if (pod == null) {
-                    if (restartAt == null) {
-                        missing.add(slot);
-                    } else {
-                        recheckAt(restartAt);
-                    }
-                } else if (restartAt != null && Pods.replicaPhase(pod).isFinished()) {
-                    recheckAt(restartAt);
-                } else {
-                    deleteUnlessTerminating(pod, DeletionReason.RESTART);
-                }
-            }
-            restartsThisPass.merge(cause.slot().type(), 1, Integer::sum);
-            ReplicaEnding ending = cause.ending();
-            restarts.add(new Plan.RestartCounted(cause.slot().type(), ending.exitCode() != null
-                    && (ending.cause() == ReplicaEnding.Cause.FAILED || ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE)
-                            ? ending.exitCode().toString() : ending.cause().name().toLowerCase(),
-                    ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE));
-            String message = incident.story()
-                    + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
-                    + "; the job restarts as a group (restart " + ledger.backoffCount()
-                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit)
-                    + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
-            events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
-        }
-
-        /** What the status keeps of an incident: each replica's last failure, the cause's and the consequences'. */
-        private void recordIncident(Incident incident, Integer inARow) {
-            ReplicaEnding cause = incident.cause().ending();
-            if (inARow == null) {
-                view.failed(cause);
-            } else {
-                view.failed(cause, inARow);
-            }
-            for (Stopped consequence : incident.consequences()) {
-                ReplicaEnding ending = consequence.ending();
-                view.failed(ending.podName(), ending.withOutput(ending.summary() + ", after " + cause.podName() + " had stopped (a consequence)"));
-            }
+            Optional<String> underWay = groupRestarts.underWay();
+            boolean replicaFailure = !failures.isEmpty() || ledger.hasEntries() || underWay.isPresent();
+            return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures)), cannotStart));
         }
 
         /**
@@ -437,117 +279,17 @@ public final class Engine {
                 String uid = uidOf(pod);
                 StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
                 Optional<StartBlocker> blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
-                StartBlocker.nextLookAtWarnings(pod, now).ifPresent(this::recheckAt);
+                StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
                 if (blocker.isPresent()) {
                     view.cannotStart(slot.podName(), blocker.get());
                     blocked.add(blocker.get());
                     if (known == null || !known.reason().equals(blocker.get().reason())) {
-                        events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message()
+                        out.events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message()
                                 + "; the job waits for it, nothing is counted").about(uid + "#" + blocker.get().reason()));
                     }
                 }
             }
             return blocked;
-        }
-
-        /** Container restarts the kubelet made of one pod since the last pass. */
-        private record RestartedInPlace(ReplicaSlot slot, Pod pod, int restarts, int uncounted) {
-        }
-
-        /** The kubelet restarts containers itself under pod restartPolicy OnFailure and Always: those not counted yet. */
-        private Optional<RestartedInPlace> restartedInPlace(ReplicaSlot slot, Pod pod) {
-            int restarts = Pods.containerRestarts(pod);
-            int counted = view.restartsInPlaceCounted(pod);
-            return restarts > counted ? Optional.of(new RestartedInPlace(slot, pod, restarts, restarts - counted)) : Optional.empty();
-        }
-
-        /**
-         * The job succeeded while the verdict on restarts the kubelet made in place still waited: they
-         * happened (the group re-formed and trained to the end), so they are one restart, said and counted.
-         */
-        private void countRestartsInPlaceBeforeSuccess(JobTopology topology) {
-            if (!job.restartsAsGroup()) {
-                return;
-            }
-            List<RestartedInPlace> inPlace = topology.slots().stream()
-                    .filter(slot -> pods.get(slot.podName()) != null && !Pods.isTerminating(pods.get(slot.podName())))
-                    .map(slot -> restartedInPlace(slot, pods.get(slot.podName()))).flatMap(Optional::stream).toList();
-            if (inPlace.isEmpty()) {
-                return;
-            }
-            Incident incident = Incident.of(inPlace.stream()
-                    .map(r -> new Stopped(r.slot(), ReplicaEnding.restartedInPlace(r.pod()), uidOf(r.pod()), r.pod())).toList());
-            ledger.countIncident();
-            recordIncident(incident, null);
-            inPlace.forEach(r -> view.restartedInPlace(ReplicaEnding.restartedInPlace(r.pod()), r.restarts()));
-            restartsThisPass.merge(incident.cause().slot().type(), 1, Integer::sum);
-            ReplicaEnding ending = incident.cause().ending();
-            restarts.add(new Plan.RestartCounted(incident.cause().slot().type(),
-                    ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true));
-            events.add(JobEvent.warning("JobRestarting", ending.withOutput(incident.story() + "; the ranks re-formed the group in place "
-                    + "(restart " + ledger.backoffCount() + ")")).about(incident.cause().podUid()));
-        }
-
-        /**
-         * Counts restarts the kubelet already made, each once (the replica's status keeps how many of
-         * its pod's restarts were counted); the job fails when they spend the budget.
-         */
-        private Optional<Decision> countInPlace(RestartedInPlace restarted, int limit, JobTopology topology) {
-            ReplicaEnding ending = ReplicaEnding.restartedInPlace(restarted.pod());
-            for (int i = 0; i < restarted.uncounted(); i++) {
-                ledger.countInPlace();
-                restartsThisPass.merge(restarted.slot().type(), 1, Integer::sum);
-                restarts.add(new Plan.RestartCounted(restarted.slot().type(),
-                        ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true));
-                if (ledger.backoffCount() > job.runPolicy().restartsAllowed()) {
-                    view.restartedInPlace(ending, restarted.restarts());
-                    String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "
-                            + ledger.backoffCount() + " of runPolicy.backoffLimit " + limit + ")");
-                    events.add(JobEvent.warning("ReplicaFailed", message).about(inPlaceSubject(restarted)));
-                    return Optional.of(end(Outcome.BackoffLimitExceeded, message, topology));
-                }
-            }
-            view.restartedInPlace(ending, restarted.restarts());
-            events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput(ending.summary() + " (restart " + ledger.backoffCount()
-                    + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + ")")).about(inPlaceSubject(restarted)));
-            return Optional.empty();
-        }
-
-        /** A pod's restarts in place are told apart by how many the kubelet had made. */
-        private static String inPlaceSubject(RestartedInPlace restarted) {
-            return uidOf(restarted.pod()) + "#" + restarted.restarts();
-        }
-
-        /** Counts the restart; when the back-off makes it wait, returns when its new pod is due. */
-        private Optional<Instant> countRestart(Stopped s, int limit) {
-            ReplicaEnding ending = s.ending();
-            Duration delay = Duration.ZERO;
-            if (s.isFailure()) {
-                ReplicaState before = previous.replica(s.slot().podName());
-                boolean ranLongEnough = ending.ran() != null && ending.ran().compareTo(backoff.resetAfter()) >= 0;
-                int inARow = before == null || ranLongEnough ? 0 : before.failuresInARow();
-                delay = backoff.delay(inARow);
-                view.failed(ending, inARow + 1);
-            }
-            Instant restartAt = delay.isZero() ? null : now.plus(delay);
-            ledger.count(s.slot().podName(), s.podUid(), restartAt);
-            restartsThisPass.merge(s.slot().type(), 1, Integer::sum);
-            restarts.add(new Plan.RestartCounted(s.slot().type(),
-                    ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
-                            ? ending.exitCode().toString()
-                            : ending.cause().name().toLowerCase()));
-            events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " (restart "
-                    + ledger.backoffCount() + (limit == Integer.MAX_VALUE ? ", no backoffLimit" : " of backoffLimit " + limit) + (restartAt == null ? "" : "; back-off " + delay.toSeconds()
-                    + " s, new pod at " + restartAt) + ")")).about(s.podUid()));
-            return Optional.ofNullable(restartAt);
-        }
-
-        /** Look again at this time (or earlier, if something else asked so): nothing else would say it is time. */
-        private void recheckAt(Instant when) {
-            Duration in = Duration.between(now, when.isAfter(now.plus(MAX_RECHECK)) ? now.plus(MAX_RECHECK) : when);
-            if (recheckAfter == null || in.compareTo(recheckAfter) < 0) {
-                recheckAfter = in;
-            }
         }
 
         private String replicaFailureMessage(List<Stopped> failures) {
@@ -567,12 +309,12 @@ public final class Engine {
             Set<String> wanted = topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet());
             pods.values().stream()
                     .filter(pod -> !wanted.contains(pod.getMetadata().getName()))
-                    .forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.SCALE_DOWN));
+                    .forEach(pod -> out.delete(pod, DeletionReason.SCALE_DOWN));
         }
 
         /** Reported by the executor once the pods exist, naming only those it did create. */
         private void podsCreated(String wording) {
-            if (!creates.isEmpty()) {
+            if (!out.creates.isEmpty()) {
                 if (startTime == null) {
                     startTime = now;
                 }
@@ -584,7 +326,7 @@ public final class Engine {
 
         /** Pause: delete every pod (never counted), create none; paused once all are gone. */
         private Decision pausing(JobTopology topology) {
-            pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.PAUSE));
+            pods.values().forEach(pod -> out.delete(pod, DeletionReason.PAUSE));
             boolean allGone = pods.isEmpty();
             ledger.close();
             // Pods deleted by the pause are forgotten at once, so a resume, however soon, never takes them for vanished.
@@ -593,7 +335,7 @@ public final class Engine {
             running = false;
             pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
             if (allGone && previous.pause() != Pause.PAUSED) {
-                events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
+                out.events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
             }
             return decided(new Situation.Pausing(pods.size()));
         }
@@ -612,7 +354,7 @@ public final class Engine {
          */
         private Decision queued(JobTopology topology) {
             boolean hadPods = !pods.isEmpty();
-            pods.values().forEach(pod -> deleteUnlessTerminating(pod, DeletionReason.QUEUE));
+            pods.values().forEach(pod -> out.delete(pod, DeletionReason.QUEUE));
             ledger.close();
             replicaGroups = forgettingPods(topology);
             if (!resuming && (startTime != null || hadPods || previous.pause() == Pause.EVICTED)) {
@@ -632,7 +374,7 @@ public final class Engine {
                                 + waiting.message(), pods.size());
             } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
                 situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
-                recheckAfter = ADMISSION_RECHECK;
+                out.recheckAt(now.plus(ADMISSION_RECHECK));
             } else {
                 QueueAdmission.Evicted evicted = (QueueAdmission.Evicted) queue;
                 situation = new Situation.Queued(evicted.queue(), Situation.Queued.EVICTED, "Evicted by Kueue (" + evicted.reason() + "): "
@@ -640,7 +382,7 @@ public final class Engine {
                         pods.size());
             }
             if (!previous.queued()) {
-                events.add(queue instanceof QueueAdmission.Waiting ? JobEvent.normal("Queued", situation.message())
+                out.events.add(queue instanceof QueueAdmission.Waiting ? JobEvent.normal("Queued", situation.message())
                         : JobEvent.warning(situation.reason(), situation.message()));
             }
             return decided(situation);
@@ -651,7 +393,7 @@ public final class Engine {
             List<ReplicaSlot> missing = topology.slots().stream().filter(s -> !pods.containsKey(s.podName())).toList();
             createService = !serviceExists;
             createPodGroup = podGroup == PodGroupState.MISSING;
-            missing.forEach(slot -> creates.add(new PodRequest(slot, PodMode.DEBUG)));
+            missing.forEach(slot -> out.creates.add(new PodRequest(slot, PodMode.DEBUG)));
             podsCreated("Created debug pods ");
             ledger.close();
             replicaGroups = view.of(topology, true, Map.of());
@@ -672,10 +414,10 @@ public final class Engine {
             initialized = false;
             running = false;
             if (!previous.awaitingAdmission()) {
-                events.add(JobEvent.warning("SchedulerUnavailable", wording.awaitingAdmission()));
+                out.events.add(JobEvent.warning("SchedulerUnavailable", wording.awaitingAdmission()));
             }
             awaitingAdmission = true;
-            recheckAfter = ADMISSION_RECHECK;
+            out.recheckAt(now.plus(ADMISSION_RECHECK));
             return decided(new Situation.AwaitingAdmission());
         }
 
@@ -687,15 +429,15 @@ public final class Engine {
             phase = ending == Outcome.Succeeded ? Phase.Succeeded : Phase.Failed;
             completionTime = now;
             ledger.close();
-            replicaGroups = topology != null ? view.of(topology, false, restartsThisPass) : view.refreshed();
+            replicaGroups = topology != null ? view.of(topology, false, out.restartsByType) : view.refreshed();
             cleanUp(ending == Outcome.DeadlineExceeded);
             initialized = ending == Outcome.Succeeded || previous.initialized();
             running = false;
-            timeToLive().ifPresent(this::recheckAt);
+            timeToLive().ifPresent(out::recheckAt);
             if (ending == Outcome.Succeeded) {
-                events.add(JobEvent.normal(Outcome.Succeeded.name(), message));
+                out.events.add(JobEvent.normal(Outcome.Succeeded.name(), message));
             } else {
-                events.add(JobEvent.warning("Failed", "Job failed (" + ending + "): " + message));
+                out.events.add(JobEvent.warning("Failed", "Job failed (" + ending + "): " + message));
             }
             return decided(new Situation.Ended(ending, message));
         }
@@ -707,13 +449,13 @@ public final class Engine {
             if (expires.isPresent() && !now.isBefore(expires.get())) {
                 deleteJob = true;
             } else {
-                expires.ifPresent(this::recheckAt);
+                expires.ifPresent(out::recheckAt);
             }
             cleanUp(previous.outcome() == Outcome.DeadlineExceeded);
             boolean pauseRequested = job.runMode() == RunMode.PAUSE;
             if (pauseRequested) {
                 if (previous.pause() != Pause.IGNORED) {
-                    events.add(JobEvent.warning("PauseIgnored", wording.pauseIgnored(previous.phase())));
+                    out.events.add(JobEvent.warning("PauseIgnored", wording.pauseIgnored(previous.phase())));
                 }
                 pause = Pause.IGNORED;
             }
@@ -726,7 +468,7 @@ public final class Engine {
             for (Pod pod : pods.values()) {
                 boolean unfinished = !Pods.replicaPhase(pod).isFinished();
                 if (policy == CleanPodPolicy.All || (unfinished && (policy == CleanPodPolicy.Unfinished || deadline))) {
-                    deleteUnlessTerminating(pod, deadline && unfinished ? DeletionReason.DEADLINE : DeletionReason.CLEAN_UP);
+                    out.delete(pod, deadline && unfinished ? DeletionReason.DEADLINE : DeletionReason.CLEAN_UP);
                 }
             }
         }
@@ -745,9 +487,9 @@ public final class Engine {
             }
             JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
                     List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, queued, outcome);
-            return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(creates),
-                    List.copyOf(deletes), List.copyOf(events), Optional.ofNullable(podsCreated), List.copyOf(restarts),
-                    Optional.ofNullable(recheckAfter), now, deleteJob, queue);
+            return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(out.creates),
+                    List.copyOf(out.deletes), List.copyOf(out.events), Optional.ofNullable(podsCreated), List.copyOf(out.restarts),
+                    out.recheckAfter(), now, deleteJob, queue);
         }
 
         // ---- helpers ------------------------------------------------------------------------------
@@ -770,25 +512,6 @@ public final class Engine {
                     : Optional.empty();
         }
 
-        /**
-         * A job restarting as a group whose replica failed in an earlier second than the success was
-         * reported: the failure came first (the master may finish while the verdict waits), so the incident
-         * is judged, not the success.
-         */
-        private boolean failedBeforeSuccess(JobTopology topology) {
-            if (!job.restartsAsGroup()) {
-                return false;
-            }
-            Instant succeededAt = topology.slots().stream().map(slot -> pods.get(slot.podName()))
-                    .filter(pod -> pod != null && "Succeeded".equals(Pods.phase(pod)))
-                    .map(pod -> ReplicaEnding.ofFailedPod(pod).at()).filter(java.util.Objects::nonNull)
-                    .max(java.util.Comparator.naturalOrder()).orElse(null);
-            return succeededAt != null && topology.slots().stream().map(slot -> pods.get(slot.podName()))
-                    .filter(pod -> pod != null && "Failed".equals(Pods.phase(pod)) && !ledger.isCounted(pod))
-                    .map(pod -> ReplicaEnding.ofFailedPod(pod).at())
-                    .anyMatch(at -> at != null && at.isBefore(succeededAt));
-        }
-
         private boolean isRunningOrDone(ReplicaSlot slot, Pod pod) {
             if (pod == null) {
                 return false;
@@ -809,12 +532,6 @@ public final class Engine {
             // A deadline centuries away is no deadline, and must not overflow the clock.
             return seconds == null || startTime == null ? Optional.empty()
                     : Optional.of(startTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
-        }
-
-        private void deleteUnlessTerminating(Pod pod, DeletionReason reason) {
-            if (!Pods.isTerminating(pod)) {
-                deletes.add(new PodDeletion(pod.getMetadata().getName(), uidOf(pod), pod.getMetadata().getResourceVersion(), reason));
-            }
         }
 
         private static String uidOf(Pod pod) {

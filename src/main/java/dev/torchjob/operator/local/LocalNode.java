@@ -130,7 +130,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
         if (argv.isEmpty()) {
             out.println("[" + podName + "] no command: images are not run locally, give the container a command");
-            finish(pod, restarts, 127, "StartError", "no command: images are not run locally, give the container a command");
+            finish(pod, restarts, last, 127, "StartError", "no command: images are not run locally, give the container a command");
             return;
         }
         Path workingDirectory = container.getWorkingDir() != null
@@ -143,7 +143,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             process = builder.start();
         } catch (IOException e) {
             out.println("[" + podName + "] cannot start " + argv.get(0) + ": " + e.getMessage());
-            finish(pod, restarts, 127, "StartError", "cannot start " + argv.get(0) + ": " + e.getMessage());
+            finish(pod, restarts, last, 127, "StartError", "cannot start " + argv.get(0) + ": " + e.getMessage());
             return;
         }
         processesByPodUid.put(uid, process);
@@ -178,7 +178,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
                         }
                     });
                 } else {
-                    finish(pod, restarts, exitCode, reason, message);
+                    finish(pod, restarts, last, exitCode, reason, message);
                 }
             }
         });
@@ -324,10 +324,11 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     }
 
     /** The pod's last run ended for good; its restarts in place stay counted in its status, as the kubelet keeps them. */
-    private void finish(Pod pod, int restarts, int exitCode, String reason, String message) {
+    private void finish(Pod pod, int restarts, ContainerStateTerminated last, int exitCode, String reason, String message) {
         Container container = TrainingContainer.of(pod);
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false).withRestartCount(restarts)
+                        .withLastState(last == null ? null : new ContainerStateBuilder().withTerminated(last).build())
                         .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode).withReason(reason)
                                 .withMessage(message).withFinishedAt(kubeletTime()).endTerminated().build())
                         .build())
