@@ -20,9 +20,8 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -37,36 +36,18 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * restart, named by its cause, resumes from its checkpoint and succeeds; a rank whose code raises fails the
  * job, named. The time from the fault to every rank past {@code init_process_group} again is printed.
  */
+@ExtendWith(OnTheRealNode.class)
 class RealNodeFaultsIT {
     static final int EPOCHS = 40;
-    static OperatorInstall install;
-    static KubernetesClient admin;
-    static Kubectl kubectl;
-    static RealNode node;
-    static AutoCloseable exclusive;
+    static final OperatorInstall install = OperatorInstall.get();
+    static final KubernetesClient admin = install.cluster.admin();
+    static final Kubectl kubectl = install.cluster.kubectl();
+    static final RealNode node = RealNode.get();
     static final List<Long> faultToTraining = new ArrayList<>();
 
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        admin = install.cluster.admin();
-        kubectl = install.cluster.kubectl();
-        node = RealNode.get();
-        exclusive = node.exclusive();
-    }
-
-    @AfterEach
-    void freeTheNode() {
-        RealNodeJobs.freeTheNode();
-    }
-
     @AfterAll
-    static void release() throws Exception {
+    static void figures() {
         System.out.printf("real node: a rank's fault mid-training -> every rank past init_process_group again: %s ms%n", faultToTraining);
-        if (exclusive != null) {
-            exclusive.close();
-        }
     }
 
     /** The master: trains, keeps its checkpoint in a folder on the node's disk (the example's CHECKPOINT_PATH). */
@@ -196,6 +177,38 @@ class RealNodeFaultsIT {
         assertTrue(condition.message.contains("ValueError: rank 1: a bad batch in epoch 3"), condition.message);
         assertFalse(condition.message.contains("Connection reset"), "never the peer's error: " + condition.message);
         assertEquals(0, failed.getStatus().backoffCount);
+    }
+
+    /**
+     * Elastic training is not restarted as a group: Kubeflow's elastic seed (torchrun, c10d rendezvous at
+     * worker-0), worker-1's torchrun killed from the machine mid-training. The kubelet restarts its container
+     * in place; the survivor's torchrun takes it into a new rendezvous round by itself (its own container
+     * never restarts); the operator counts the one restart and replaces nothing.
+     */
+    @Test
+    void anElasticJobsKilledWorkerIsReplacedAloneAndTorchrunReformsTheGroup() throws java.io.IOException {
+        String ns = install.namespace("elastic-killed");
+        String manifest = java.nio.file.Files.readString(Path.of("kubernetes/examples/kubeflow/05-elastic.yaml"))
+                .replace("image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727", "image: torchjob-examples:0.1.0")
+                .replace("command: [\"torchrun\", \"/opt/pytorch-mnist/mnist.py\", \"--epochs=1\"]",
+                        "command: [torchrun, train.py]\n              env: [{name: EPOCHS, value: \"200\"}]");
+        assertTrue(manifest.contains("EPOCHS") && !manifest.contains("mnist.py"), manifest);
+        kubectl.runWithInput(manifest, "create", "-n", ns, "-f", "-").orFail();
+        // Rank 0 is whichever worker's agent joined the rendezvous first.
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> List.of("elastic-example-worker-0", "elastic-example-worker-1")
+                .stream().anyMatch(pod -> kubectl.run("logs", "-n", ns, pod).out().contains("epoch 3/200")));
+        killFromTheMachine(ns, "elastic-example-worker-1");
+        PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("elastic-example").get(),
+                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+        assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
+        assertEquals(1, done.getStatus().backoffCount, "the killed worker's restart: " + events(ns, null));
+        assertTrue(events(ns, "JobRestarting").isEmpty(), "no group restart: " + events(ns, null));
+        assertEquals(1, events(ns, "ReplicaRestarted").size(), events(ns, null).toString());
+        assertTrue(events(ns, "ReplicaRestarted").get(0).startsWith("pod elastic-example-worker-1 (container pytorch) exited with code 137"),
+                events(ns, "ReplicaRestarted").get(0));
+        Pod survivor = admin.pods().inNamespace(ns).withName("elastic-example-worker-0").get();
+        assertEquals(0, survivor.getStatus().getContainerStatuses().get(0).getRestartCount(), "torchrun restarted its worker itself");
     }
 
     @Test

@@ -25,10 +25,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -45,34 +43,12 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * and are read with kubectl as users read them. The manifests are the README's and the seeds', as
  * written, except where a test says what it changed.
  */
+@ExtendWith(OnTheRealNode.class)
 class RealNodeIT {
-    static OperatorInstall install;
-    static KubernetesClient admin;
-    static Kubectl kubectl;
-    static RealNode node;
-    static AutoCloseable exclusive;
-
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        admin = install.cluster.admin();
-        kubectl = install.cluster.kubectl();
-        node = RealNode.get();
-        exclusive = node.exclusive();
-    }
-
-    @AfterEach
-    void freeTheNode() {
-        RealNodeJobs.freeTheNode();
-    }
-
-    @AfterAll
-    static void release() throws Exception {
-        if (exclusive != null) {
-            exclusive.close();
-        }
-    }
+    static final OperatorInstall install = OperatorInstall.get();
+    static final KubernetesClient admin = install.cluster.admin();
+    static final Kubectl kubectl = install.cluster.kubectl();
+    static final RealNode node = RealNode.get();
 
     /**
      * The README's "Submit and watch a job" on a real node: the example image built as the README says
@@ -84,9 +60,12 @@ class RealNodeIT {
     @Test
     void theReadmeExampleTrainsWithDdpOnTheRealNode() throws IOException {
         String ns = install.namespace("readme");
+        // The checkpoints' claim: the tier has no storage provisioner, so the master's volume is a folder on the node's disk.
         String manifest = Files.readString(Path.of("kubernetes/examples/master-worker-ddp.yaml"))
-                .replace("requests: {cpu: \"2\", memory: 4Gi}", "requests: {cpu: 250m, memory: 1Gi}");
-        assertTrue(manifest.contains("cpu: 250m"), "the example's requests are as this test expects");
+                .replace("requests: {cpu: \"2\", memory: 4Gi}", "requests: {cpu: 250m, memory: 1Gi}")
+                .replace("persistentVolumeClaim: {claimName: ddp-mnist-checkpoints}",
+                        "hostPath: {path: " + RealNode.STATE.resolve("markers").resolve(ns) + ", type: DirectoryOrCreate}");
+        assertTrue(manifest.contains("cpu: 250m") && manifest.contains("hostPath"), "the example's lines are as this test expects");
         Kubectl.Watch watching = kubectl.watch("get", "pj", "-n", ns, "-w");
         kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
         // Every rank's log, followed while it runs: the example's cleanUpPolicy Unfinished deletes a worker still

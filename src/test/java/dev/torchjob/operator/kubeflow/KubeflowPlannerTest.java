@@ -79,6 +79,17 @@ class KubeflowPlannerTest {
     }
 
     @Test
+    void aWrongRestartScopeFailsThePyTorchJobAsInvalidSpec() {
+        KubeflowCluster cluster = new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j, annotations: "
+                + "{torchjob.dev/restart-scope: job}}\nspec:\n  pytorchReplicaSpecs:\n    Master: {template: " + POD + "}\n");
+        Plan<PyTorchJobStatus> plan = cluster.reconcile();
+        assertEquals("InvalidSpec", plan.status().failureReason);
+        assertTrue(condition(cluster, "Failed").message.contains("metadata.annotations[torchjob.dev/restart-scope] \"job\" must be Job or Replica"),
+                condition(cluster, "Failed").message);
+        assertTrue(plan.podsToCreate().isEmpty());
+    }
+
+    @Test
     void inPlaceRestartsAreCountedOnceAndTheJobFailsWhenTheyReachBackoffLimit() {
         KubeflowCluster cluster = perReplica("runPolicy: {backoffLimit: 2}\npytorchReplicaSpecs:\n  Master: {template: " + POD
                 + "}\n  Worker: {replicas: 2, template: " + POD + "}");

@@ -354,6 +354,7 @@ class LocalModeIT {
         Files.writeString(dir.resolve("misspelled.yaml"), example.replace("backoffLimit", "backofLimit"));
         Files.writeString(dir.resolve("enum.yaml"), example.replaceFirst("restartPolicy: ExitCode", "restartPolicy: Sometimes"));
         Files.writeString(dir.resolve("two-jobs.yaml"), example + "---\n" + example);
+        Files.writeString(dir.resolve("scope.yaml"), example.replace("  name: ddp-local", "  name: ddp-local\n  annotations: {torchjob.dev/restart-scope: pod}"));
         record Case(String file, String says) {
         }
         for (Case c : List.of(new Case("broken.yaml", "line 2, column 1: not valid YAML"),
@@ -361,7 +362,8 @@ class LocalModeIT {
                 new Case("two-masters.yaml", "spec.replicaSpecs[0].replicas must be 1"), new Case("missing.yaml", "no such file"),
                 new Case("misspelled.yaml", ": unknown field \"spec.runPolicy.backofLimit\" (did you mean backoffLimit?)"),
                 new Case("enum.yaml", "spec.replicaSpecs[0].restartPolicy: \"Sometimes\" is not one of Always, ExitCode, Never, OnFailure"),
-                new Case("two-jobs.yaml", "the file holds 2 YAML documents"))) {
+                new Case("two-jobs.yaml", "the file holds 2 YAML documents"),
+                new Case("scope.yaml", "metadata.annotations[torchjob.dev/restart-scope] \"pod\" must be Job or Replica"))) {
             Run run = run(dir.resolve(c.file()).toString());
             assertEquals(2, run.exitCode(), c.file());
             List<String> lines = run.err().lines().toList();

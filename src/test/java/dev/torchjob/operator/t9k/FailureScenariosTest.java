@@ -152,6 +152,22 @@ class FailureScenariosTest {
     }
 
     @Test
+    void aWrongRestartScopeFailsTheJobAsInvalidSpecInOneLineAndCreatesNothing() {
+        InMemoryCluster cluster = new InMemoryCluster("""
+                metadata: {name: f, annotations: {torchjob.dev/restart-scope: pod}}
+                spec:
+                  replicaSpecs:
+                  - type: master
+                    template: {spec: {containers: [{name: pytorch, image: torch}]}}
+                """);
+        cluster.settle();
+        assertEquals(JobPhase.Failed, cluster.job.getStatus().phase);
+        assertEquals("InvalidSpec", condition(cluster, "Failed").reason);
+        assertEquals("metadata.annotations[torchjob.dev/restart-scope] \"pod\" must be Job or Replica", condition(cluster, "Failed").message);
+        assertTrue(cluster.pods.isEmpty());
+    }
+
+    @Test
     void neverFailsAtTheFirstFailure() {
         InMemoryCluster cluster = running("{backoffLimit: 3}", "Never");
         cluster.exit("f-worker-1", 2);

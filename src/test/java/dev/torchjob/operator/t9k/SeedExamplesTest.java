@@ -97,11 +97,16 @@ class SeedExamplesTest {
     }
 
     @Test
-    void theMasterWorkerExampleHasOneMasterAndThreeWorkers() throws IOException {
-        List<Pod> pods = firstPlan(Path.of("kubernetes/examples/master-worker-ddp.yaml")).podsToCreate();
+    void theMasterWorkerExampleHasOneMasterAndThreeWorkersAndKeepsItsCheckpointOnAClaim() throws IOException {
+        String[] documents = Files.readString(Path.of("kubernetes/examples/master-worker-ddp.yaml")).split("(?m)^---$");
+        assertTrue(documents[0].contains("kind: PersistentVolumeClaim") && documents[0].contains("name: ddp-mnist-checkpoints"), documents[0]);
+        List<Pod> pods = new InMemoryCluster(documents[1]).plan().podsToCreate();
         assertEquals(List.of("ddp-mnist-master-0", "ddp-mnist-worker-0", "ddp-mnist-worker-1", "ddp-mnist-worker-2"),
                 pods.stream().map(p -> p.getMetadata().getName()).toList());
         assertEquals("3", PodTemplatesTest.env(pods.get(3)).get("RANK"));
+        Pod master = pods.get(0);
+        assertEquals("/checkpoints/checkpoint.pt", PodTemplatesTest.env(master).get("CHECKPOINT_PATH"), "rank 0 keeps the checkpoint");
+        assertEquals("ddp-mnist-checkpoints", master.getSpec().getVolumes().get(0).getPersistentVolumeClaim().getClaimName());
     }
 
     @Test
