@@ -242,7 +242,10 @@ public final class Engine {
             createService = !serviceExists;
             createPodGroup = podGroup == PodGroupState.MISSING;
             boolean pausedBefore = previous.pause() != Pause.NEVER;
-            for (ReplicaSlot slot : missing) {
+            // A group starts anew only once every pod of the old one is gone: a new rank must not reach an old
+            // master still shutting down (its name still resolves to it) and fail there.
+            boolean oldGroupLeft = job.restartsAsGroup() && pods.values().stream().anyMatch(ledger::isCounted);
+            for (ReplicaSlot slot : oldGroupLeft ? List.<ReplicaSlot>of() : missing) {
                 out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");

@@ -94,7 +94,7 @@ final class GroupRestarts {
 
     /**
      * Counts the incident once and ends the group: every pod of the replicas goes (a survivor at once, a
-     * failed one when the back-off is due) and the new pods come once their names are free. When the
+     * failed one when the back-off is due) and the new pods come once all of them are gone (Engine). When the
      * kubelet restarted every replica in place, they re-form the group by themselves and stay; when some
      * did not restart (blocked in a collective, or waiting at a rendezvous the others left), the whole
      * group starts anew, so no rank of the old group is left to fail later.

@@ -101,9 +101,11 @@ class OldestKubernetesIT {
         String namespace = install.namespace("run");
         OperatorHarness jobs = new OperatorHarness(cluster.admin(), namespace, new StatusWritingKubelet(cluster.admin(), namespace));
         jobs.runJob("OnFailure", "{backoffLimit: 2}");
+        String master = jobs.pod("j-master-0").getMetadata().getUid();
         jobs.kubelet.exit("j-worker-1", 1);
         jobs.awaitJob("j", j -> j.getStatus().backoffCount == 1);
         jobs.awaitEvent("JobRestarting", "pod j-worker-1 (container pytorch) exited with code 1");
+        jobs.awaitNewPod("j-master-0", master); // the job restarted as a group
         jobs.kubelet.exit("j-master-0", 0);
         assertEquals(JobPhase.Succeeded, jobs.awaitPhase("j", JobPhase.Succeeded).getStatus().phase);
 

@@ -175,18 +175,23 @@ class ResilienceIT {
     }
 
     /**
-     * A crash-looping replica on the real cluster: its restart waits the back-off (the failed pod
-     * stays meanwhile), the status says when, and the new pod comes on time with no event to wake
-     * the operator.
+     * A crash-looping replica on the real cluster: its first fault restarts the job at once, the second
+     * in a row waits the back-off (the failed pod stays meanwhile), the status says when, and the new
+     * pods come on time with no event to wake the operator.
      */
     @Test
     void aCrashLoopingReplicaIsRestartedAfterItsBackOffAndOnTime() throws Exception {
         OperatorHarness cluster = install.harness("backoff");
         try (OperatorProcess operator = install.newOperator(Map.of("torchjob.restart-backoff.initial", "3s"), false)) {
             cluster.runJob("OnFailure", "{backoffLimit: 5}");
+            String first = cluster.pod("j-worker-0").getMetadata().getUid();
+            cluster.kubelet.exit("j-worker-0", 2);
+            cluster.awaitNewPod("j-worker-0", first); // a first fault: at once
+            cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+            cluster.runAll();
             String uid = cluster.pod("j-worker-0").getMetadata().getUid();
             cluster.kubelet.exit("j-worker-0", 2);
-            PyTorchTrainingJob counted = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1 && j.getStatus().countedRestarts != null);
+            PyTorchTrainingJob counted = cluster.awaitJob("j", j -> j.getStatus().backoffCount == 2 && j.getStatus().countedRestarts != null);
             java.time.Instant restartAt = java.time.Instant.parse(counted.getStatus().countedRestarts.get(0).restartAt);
             assertEquals(uid, cluster.pod("j-worker-0").getMetadata().getUid(), "the failed pod stays while the restart waits");
             cluster.awaitNewPod("j-worker-0", uid);
@@ -194,7 +199,7 @@ class ResilienceIT {
             System.out.println("restart due at " + restartAt + ", new pod seen " + late.toMillis() + " ms after");
             assertTrue(late.compareTo(java.time.Duration.ofSeconds(-1)) >= 0 && late.compareTo(java.time.Duration.ofSeconds(3)) < 0,
                     "the new pod comes on time: " + late.toMillis() + " ms after the due time");
-            assertEquals(1, cluster.job("j").getStatus().backoffCount);
+            assertEquals(2, cluster.job("j").getStatus().backoffCount);
             assertOnePodPerReplica(cluster);
         }
         admin.namespaces().withName(cluster.namespace).delete();

@@ -230,7 +230,8 @@ class GroupRestartTest {
         Decision restart = run.pass();
         assertEquals(1, restart.state().backoffCount());
         assertEquals(List.of("j-master-0", "j-worker-0"), names(restart.podsToDelete()));
-        assertEquals(List.of("j-worker-1"), names(restart.podsToCreate()), "its name is free: its new pod comes at once");
+        assertTrue(restart.podsToCreate().isEmpty(), "the new group waits for the old pods to go");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
     }
 
     @Test
@@ -254,22 +255,34 @@ class GroupRestartTest {
     }
 
     @Test
-    void aFaultOfTheNewGenerationDuringTheRestartIsASecondIncident() {
+    void theNewGroupStartsOnlyOnceEveryPodOfTheOldOneIsGone() {
         Run run = running(RestartPolicy.OnFailure, 5);
-        io.fabric8.kubernetes.api.model.Pod oldWorker = run.pods.get("j-worker-1");
+        io.fabric8.kubernetes.api.model.Pod oldMaster = run.pods.get("j-master-0");
+        run.exit("j-worker-0", 137, "Error", null, FAULT);
+        run.pass();
+        // The old master takes its time to go (its SIGTERM handler, the kubelet's confirmation).
+        oldMaster.getMetadata().setDeletionTimestamp(FAULT.plusSeconds(31).toString());
+        run.pods.put("j-master-0", oldMaster);
+        Decision waiting = run.pass();
+        assertTrue(waiting.podsToCreate().isEmpty(), "a new worker could reach the old master by its name: none yet");
+        run.pods.remove("j-master-0");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
+    }
+
+    @Test
+    void aFaultOfTheNewGroupIsASecondIncident() {
+        Run run = running(RestartPolicy.OnFailure, 5);
         run.exit("j-worker-0", 137, "Error", null, FAULT);
         run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
         run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
         run.pass();
-        // The old j-worker-1 takes its time to go: still terminating while the other two are replaced.
-        oldWorker.getMetadata().setDeletionTimestamp(FAULT.plusSeconds(31).toString());
-        run.pods.put("j-worker-1", oldWorker);
-        assertEquals(List.of("j-master-0", "j-worker-0"), names(run.pass().podsToCreate()));
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
         run.now = FAULT.plusSeconds(20);
         run.exit("j-master-0", 1, "Error", CODE_ERROR, FAULT.plusSeconds(19));
         run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT.plusSeconds(19));
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT.plusSeconds(19));
         Decision second = run.pass();
-        assertEquals(2, second.state().backoffCount(), "an independent fault of the new group is counted, not waiting for the old pod");
+        assertEquals(2, second.state().backoffCount(), "an independent fault of the new group is counted");
         assertTrue(events(second, "JobRestarting").get(0).message().startsWith("pod j-master-0"), second.events().toString());
     }
 

@@ -145,7 +145,10 @@ class FailureScenariosTest {
         cluster.vanish("f-worker-1");
         Plan<PyTorchTrainingJobStatus> plan = cluster.reconcile();
         assertEquals(1, plan.status().backoffCount);
-        assertEquals(List.of("f-worker-1"), plan.podsToCreate().stream().map(p -> p.getMetadata().getName()).toList());
+        assertEquals(List.of("f-master-0", "f-worker-0"), plan.podsToDelete().stream().map(Plan.PodDeletion::name).toList(),
+                "the job restarts as a group");
+        assertEquals(List.of("f-master-0", "f-worker-0", "f-worker-1"),
+                cluster.reconcile().podsToCreate().stream().map(p -> p.getMetadata().getName()).toList(), "once the old pods are gone");
         assertTrue(plan.events().stream().anyMatch(e -> e.message().contains("f-worker-1 was deleted")));
         cluster.settle();
         assertEquals(1, cluster.job.getStatus().backoffCount);
