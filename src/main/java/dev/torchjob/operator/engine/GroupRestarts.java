@@ -23,6 +23,13 @@ import io.fabric8.kubernetes.api.model.Pod;
  * restart together.
  */
 final class GroupRestarts {
+    /**
+     * The longest a survivor of a group restart is given to stop (its own grace period when shorter): its
+     * group is already broken, and a rank blocked in a collective, or still importing, ignores SIGTERM
+     * until the kubelet's SIGKILL, while the new group waits for every old pod to go.
+     */
+    static final long SURVIVOR_GRACE_SECONDS = 5;
+
     private final TrainingJob job;
     private final JobState previous;
     private final Map<String, Pod> pods;
@@ -125,7 +132,8 @@ final class GroupRestarts {
             if (uid == null) {
                 continue; // not created yet: nothing to end
             }
-            if (isStillRunning(pod) && !incident.involves(slot)) {
+            boolean survivor = isStillRunning(pod) && !incident.involves(slot);
+            if (survivor) {
                 stoppedWithIt.add(slot.podName());
             }
             if (!ledger.isCounted(slot.podName(), uid)) {
@@ -140,7 +148,7 @@ final class GroupRestarts {
             } else if (restartAt != null && Pods.replicaPhase(pod).isFinished()) {
                 out.recheckAt(restartAt);
             } else {
-                out.delete(pod, DeletionReason.RESTART);
+                out.delete(pod, DeletionReason.RESTART, survivor ? survivorGrace(pod) : null);
             }
         }
         ReplicaEnding ending = cause.ending();
@@ -151,6 +159,11 @@ final class GroupRestarts {
                 + "; the job restarts as a group (" + PassOutput.restartOf(ledger.backoffCount(), limit)
                 + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
+    }
+
+    private static long survivorGrace(Pod pod) {
+        Long own = pod.getSpec() == null ? null : pod.getSpec().getTerminationGracePeriodSeconds();
+        return own == null ? SURVIVOR_GRACE_SECONDS : Math.min(own, SURVIVOR_GRACE_SECONDS);
     }
 
     /** What the status keeps of an incident: each replica's last failure, the cause's and the consequences'. */

@@ -50,9 +50,14 @@ final class PassOutput {
 
     /** Deletes the pod, unless it is already on its way out. */
     void delete(Pod pod, DeletionReason reason) {
+        delete(pod, reason, null);
+    }
+
+    /** Deletes the pod within {@code gracePeriodSeconds} (null: the pod's own), unless it is already on its way out. */
+    void delete(Pod pod, DeletionReason reason, Long gracePeriodSeconds) {
         if (!Pods.isTerminating(pod)) {
             deletes.add(new PodDeletion(pod.getMetadata().getName(), pod.getMetadata().getUid(), pod.getMetadata().getResourceVersion(),
-                    reason));
+                    reason, gracePeriodSeconds));
         }
     }
 

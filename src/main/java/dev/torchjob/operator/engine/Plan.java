@@ -100,8 +100,14 @@ public record Plan<S>(
         QUEUE
     }
 
-    /** resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name. */
-    public record PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason) {
+    /**
+     * resourceVersion is a delete precondition: a stale cache never deletes a newer pod of the same name;
+     * {@code gracePeriodSeconds}: shorter than the pod's own, or null for the pod's own.
+     */
+    public record PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason, Long gracePeriodSeconds) {
+        public PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason) {
+            this(name, uid, resourceVersion, reason, null);
+        }
     }
 
     /**

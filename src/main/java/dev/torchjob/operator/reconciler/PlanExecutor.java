@@ -19,6 +19,7 @@ import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
+import io.fabric8.kubernetes.client.dsl.Resource;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
@@ -279,9 +280,14 @@ public class PlanExecutor {
 
     private void delete(String namespace, PodDeletion deletion) {
         try {
-            client.pods().inNamespace(namespace).withName(deletion.name())
-                    .lockResourceVersion(deletion.resourceVersion())
-                    .delete();
+            Resource<Pod> pod = client.pods().inNamespace(namespace).withName(deletion.name());
+            if (deletion.gracePeriodSeconds() != null) {
+                // The client's fluent types do not chain a grace period and a resourceVersion lock; its operation does both.
+                @SuppressWarnings("unchecked")
+                Resource<Pod> shortened = (Resource<Pod>) pod.withGracePeriod(deletion.gracePeriodSeconds());
+                pod = shortened;
+            }
+            pod.lockResourceVersion(deletion.resourceVersion()).delete();
             LOG.debugf("deleted pod %s/%s (%s)", namespace, deletion.name(), deletion.reason());
         } catch (KubernetesClientException e) {
             // Gone already, or replaced by a newer pod our cache had not seen: nothing to delete.

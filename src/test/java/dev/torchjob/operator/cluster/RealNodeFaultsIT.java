@@ -22,6 +22,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -211,16 +213,19 @@ class RealNodeFaultsIT {
         assertEquals(0, survivor.getStatus().getContainerStatuses().get(0).getRestartCount(), "torchrun restarted its worker itself");
     }
 
-    @Test
-    void aKubeflowJobsKilledWorkerIsOneRestartAndTheJobAndItsPodsSucceed() {
-        String ns = install.namespace("kf-killed");
+    /** Kubeflow's OnFailure, a master and two workers: worker-0 killed from the machine, OOM-killed by its limit, or deleted. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"killed", "oom", "deleted"})
+    void aKubeflowJobsFaultyWorkerIsOneRestartAndTheJobSucceeds(String fault) {
+        String ns = install.namespace("kf-" + fault);
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String oom = fault.equals("oom") ? ", {name: OOM_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}" : "";
         String container = """
                       template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
-                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}],
-                        resources: {requests: {cpu: 250m}}, volumeMounts: [{name: state, mountPath: /state}]}],
+                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}%s],
+                        resources: {requests: {cpu: 250m}, limits: {memory: 512Mi}}, volumeMounts: [{name: state, mountPath: /state}]}],
                         volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
-                """.formatted(EPOCHS, state);
+                """.formatted(EPOCHS, oom, state);
         String manifest = """
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
@@ -235,8 +240,13 @@ class RealNodeFaultsIT {
                       restartPolicy: OnFailure
                 %s""".formatted(container, container);
         kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
-        awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
-        Instant fault = killFromTheMachine(ns, "kf-worker-0");
+        awaitLogged(ns, "kf-master-0", fault.equals("oom") ? "all-reduce check" : "epoch 3/" + EPOCHS);
+        Instant at = Instant.now();
+        switch (fault) {
+            case "killed" -> killFromTheMachine(ns, "kf-worker-0");
+            case "deleted" -> kubectl.run("delete", "pod", "kf-worker-0", "-n", ns, "--wait=false").orFail();
+            default -> { } // the worker allocates past its limit in epoch 3
+        }
         PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
                 .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
                         j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
@@ -244,8 +254,15 @@ class RealNodeFaultsIT {
         assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
         List<String> restarting = events(ns, "JobRestarting");
         assertEquals(1, restarting.size(), events(ns, null).toString());
-        assertTrue(restarting.get(0).startsWith("pod kf-worker-0 (container pytorch) exited with code 137 (Error)"), restarting.get(0));
+        String cause = switch (fault) {
+            case "killed" -> "pod kf-worker-0 (container pytorch) exited with code 137 (Error)";
+            case "oom" -> "pod kf-worker-0 (container pytorch) exited with code 137 (OOMKilled)";
+            default -> "pod kf-worker-0 was deleted";
+        };
+        assertTrue(restarting.get(0).startsWith(cause), restarting.get(0));
         assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
-        recordTimeToTrainAgain(ns, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+        if (!fault.equals("oom")) {
+            recordTimeToTrainAgain(ns, at, "kf-master-0", "kf-worker-0", "kf-worker-1");
+        }
     }
 }

@@ -202,6 +202,10 @@ class GroupRestartTest {
         Decision restart = run.pass();
         assertEquals(1, restart.state().backoffCount());
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(restart.podsToDelete()), "not waiting for blocked ranks");
+        for (Plan.PodDeletion deletion : restart.podsToDelete()) {
+            assertEquals(deletion.name().equals("j-worker-0") ? null : Long.valueOf(GroupRestarts.SURVIVOR_GRACE_SECONDS),
+                    deletion.gracePeriodSeconds(), "a survivor, blocked or not, is given 5 s at most: " + deletion);
+        }
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
     }
 
