@@ -61,10 +61,10 @@ final class GroupRestarts {
     }
 
     /**
-     * The verdict on an incident. When the first failure seen is a program's own exit, it may be the
-     * consequence of a fault not reported yet: the verdict waits until every replica has stopped, or
-     * {@link Incident#SETTLE} has passed since the first failure. A stop from outside (a signal, OOM,
-     * deletion, eviction) is nobody's consequence and is decided at once. Then a cause its policy does not
+     * The verdict on an incident. When the first failure seen is a program's own exit (or says a peer was
+     * lost), it may be the consequence of a fault not reported yet: the verdict waits until every replica
+     * has stopped, or {@link Incident#SETTLE} has passed since the first failure. A stop from outside (a
+     * signal, OOM, deletion, eviction) is nobody's consequence and is decided at once. Then a cause its policy does not
      * restart ends the job, one the budget cannot pay for too, and otherwise the replicas restart together
      * for one restart of the budget ({@code missing} gets the slots whose new pod comes now).
      */
@@ -72,7 +72,9 @@ final class GroupRestarts {
         List<String> running = topology.slots().stream().filter(slot -> !incident.involves(slot) && isStillRunning(pods.get(slot.podName())))
                 .map(ReplicaSlot::podName).toList();
         Optional<Instant> settles = incident.settlesAt();
-        if (!running.isEmpty() && !incident.cause().ending().fromOutside() && settles.isPresent() && now.isBefore(settles.get())) {
+        ReplicaEnding first = incident.cause().ending();
+        boolean nobodysConsequence = first.fromOutside() && !first.showsLostPeer();
+        if (!running.isEmpty() && !nobodysConsequence && settles.isPresent() && now.isBefore(settles.get())) {
             out.recheckAt(settles.get());
             underWay = incident.story() + "; waiting until " + settles.get() + " for " + String.join(", ", running) + " before deciding";
             return Optional.empty();

@@ -19,10 +19,10 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  *
  * <p>Which came first is read from what the kubelet reports, never from the order in which the
  * operator sees the pods: the time each stopped (a container's {@code finishedAt}, or when a pod's
- * deletion was asked for), in whole seconds as the API serves it. In the same second, a stop from
- * outside the code (deleted, evicted, OOMKilled, killed by a signal: exit code above 128) comes
- * before an exit of the program's own; then an output that does not say a peer was lost before one
- * that does; then rank order. A pod that vanished before any pass saw it being deleted has no time:
+ * deletion was asked for), in whole seconds as the API serves it. In the same second, a rank whose
+ * output does not say a peer was lost comes before one whose output does (such a rank may even die
+ * by a signal: an abort on the lost connection); then a stop from outside the code (deleted, evicted,
+ * OOMKilled, killed by a signal: exit code above 128) before an exit of the program's own; then rank order. A pod that vanished before any pass saw it being deleted has no time:
  * its deletion is taken as first.
  */
 record Incident(Stopped cause, List<Stopped> consequences) {
@@ -38,8 +38,8 @@ record Incident(Stopped cause, List<Stopped> consequences) {
 
     private static final Comparator<Stopped> FIRST = Comparator
             .comparing((Stopped s) -> s.ending().at() == null ? Instant.MIN : s.ending().at())
-            .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
             .thenComparing(s -> s.ending().showsLostPeer() ? 1 : 0)
+            .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
             .thenComparing(s -> s.slot().rank());
 
     /** The incident of these failures (at least one): the first is its cause. */

@@ -171,6 +171,21 @@ class GroupRestartTest {
     }
 
     @Test
+    void aPeerThatAbortsOnTheLostConnectionIsStillAConsequence() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        // C++ code under the rank aborts on the reset connection: a signal's exit code, but its output says why.
+        run.exit("j-master-0", 134, "Error", "terminate called after throwing an instance of 'std::system_error'\n"
+                + "  what():  Connection reset by peer", FAULT);
+        Decision waiting = run.pass();
+        assertEquals(0, waiting.state().backoffCount(), "a lost peer's abort is not decided at once");
+        run.exit("j-worker-0", 1, "Error", CODE_ERROR, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        Decision failed = run.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome());
+        assertTrue(((Situation.Ended) failed.situation()).message().startsWith("pod j-worker-0"), "the code error is the cause");
+    }
+
+    @Test
     void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.exit("j-worker-1", 2, "Error", CODE_ERROR, FAULT);
