@@ -180,8 +180,9 @@ class StartBlockerTest {
         run.pass();
         PodFates.unschedulable(run.pods.get("j-worker-0"), NO_NODE);
         assertEquals(List.of("ReplicaCannotStart"), reasons(run.pass()));
-        run.pods.remove("j-worker-0"); // deleted by someone: a restart, counted, and a new pod
+        run.pods.remove("j-worker-0"); // deleted by someone: a restart of the group, counted, and new pods
         assertEquals(1, run.pass().state().backoffCount());
+        run.pass(); // the old group is gone: the new one is created
         PodFates.unschedulable(run.pods.get("j-worker-0"), NO_NODE);
         Decision again = run.pass();
         assertEquals(List.of("ReplicaCannotStart"), reasons(again), "a new pod: said of it too");
