@@ -193,7 +193,7 @@ public final class Engine {
                         if (restartAt.isPresent() && Pods.replicaPhase(pod).isFinished()) {
                             out.recheckAt(restartAt.get());
                         } else {
-                            out.delete(pod, DeletionReason.RESTART);
+                            out.delete(pod, DeletionReason.RESTART, job.restartsAsGroup() ? GroupRestarts.stopGrace(pod) : null);
                         }
                     } else if (Pods.isTerminating(pod)) {
                         if (job.restartsAsGroup() && java.util.Objects.equals(uidOf(pod), lastUid)) {

@@ -150,7 +150,7 @@ final class GroupRestarts {
             } else if (restartAt != null && Pods.replicaPhase(pod).isFinished()) {
                 out.recheckAt(restartAt);
             } else {
-                out.delete(pod, DeletionReason.RESTART, survivor ? survivorGrace(pod) : null);
+                out.delete(pod, DeletionReason.RESTART, stopGrace(pod));
             }
         }
         ReplicaEnding ending = cause.ending();
@@ -163,7 +163,15 @@ final class GroupRestarts {
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
     }
 
-    private static long survivorGrace(Pod pod) {
+    /**
+     * The grace period a pod of the old group is stopped within: {@link #SURVIVOR_GRACE_SECONDS} at most, for a
+     * survivor and for a pod someone deleted with a longer one (a rank blocked in a collective runs no SIGTERM
+     * handler, and the new pod of its name waits for it); null for one whose containers ended already.
+     */
+    static Long stopGrace(Pod pod) {
+        if (Pods.replicaPhase(pod).isFinished()) {
+            return null;
+        }
         Long own = pod.getSpec() == null ? null : pod.getSpec().getTerminationGracePeriodSeconds();
         return own == null ? SURVIVOR_GRACE_SECONDS : Math.min(own, SURVIVOR_GRACE_SECONDS);
     }

@@ -211,9 +211,8 @@ public final class KubeflowPlanner {
                 && ReplicaTypes.of(job.getSpec()).containsKey(ReplicaTypes.MASTER);
         next.conditions = KubeflowConditions.of(previous.conditions, decision, name, job.getMetadata().getNamespace() + "/" + name, hasMaster);
         boolean endedBefore = previous.phase == JobPhase.Succeeded || previous.phase == JobPhase.Failed;
-        // As Kubeflow: the counts of the moment the job ended stay, whatever clean-up deletes afterwards.
-        next.replicaStatuses = endedBefore && previous.replicaStatuses != null && !previous.replicaStatuses.isEmpty()
-                ? previous.replicaStatuses : replicaStatuses(job, state, pods);
+        next.replicaStatuses = endedBefore ? afterTheEnd(previous.replicaStatuses, replicaStatuses(job, state, pods, true))
+                : replicaStatuses(job, state, pods, false);
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.observedGeneration = job.getMetadata().getGeneration();
@@ -228,8 +227,36 @@ public final class KubeflowPlanner {
         return next;
     }
 
-    /** Pods of each type by state, as Kubeflow counts them; once the job succeeded, the active ones count as succeeded. */
-    private static Map<String, KubeflowReplicaStatus> replicaStatuses(PyTorchJob job, JobState state, Collection<Pod> pods) {
+    /**
+     * An ended job's counts agree with its pods while they are all there: pods a clean-up policy of None keeps
+     * go on (the kubelet may restart one in place and it succeeds). A type whose pods clean-up deleted keeps the
+     * counts of the moment the job ended, as Kubeflow keeps them for every type.
+     */
+    private static Map<String, KubeflowReplicaStatus> afterTheEnd(Map<String, KubeflowReplicaStatus> atTheEnd,
+            Map<String, KubeflowReplicaStatus> now) {
+        if (atTheEnd == null || atTheEnd.isEmpty()) {
+            return now;
+        }
+        Map<String, KubeflowReplicaStatus> statuses = new LinkedHashMap<>(now);
+        atTheEnd.forEach((type, ended) -> {
+            KubeflowReplicaStatus current = now.get(type);
+            if (current == null || pods(current) < pods(ended)) {
+                statuses.put(type, ended);
+            }
+        });
+        return statuses;
+    }
+
+    private static int pods(KubeflowReplicaStatus status) {
+        return (status.active == null ? 0 : status.active) + (status.succeeded == null ? 0 : status.succeeded)
+                + (status.failed == null ? 0 : status.failed);
+    }
+
+    /**
+     * Pods of each type by state, as Kubeflow counts them; once the job succeeded, the active ones count as
+     * succeeded. After the end, a pod being deleted is clean-up's, not a failure: it is not counted.
+     */
+    private static Map<String, KubeflowReplicaStatus> replicaStatuses(PyTorchJob job, JobState state, Collection<Pod> pods, boolean ended) {
         Map<String, KubeflowReplicaStatus> statuses = new LinkedHashMap<>();
         if (job.getSpec() == null || job.getSpec().unreadable != null) {
             return statuses;
@@ -244,7 +271,7 @@ public final class KubeflowPlanner {
                 boolean ofType = labels != null && name.equals(labels.get(KubeflowLabels.JOB_NAME))
                         && type.toLowerCase(Locale.ROOT).equals(labels.get(KubeflowLabels.REPLICA_TYPE));
                 String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-                if (!ofType || phase == null) {
+                if (!ofType || phase == null || ended && pod.getMetadata().getDeletionTimestamp() != null) {
                     continue;
                 }
                 switch (phase) {

@@ -182,6 +182,56 @@ class RealNodeFaultsIT {
     }
 
     /**
+     * Kubeflow's kind under ExitCode: worker-0's code raises in epoch 3 and its peers fail on the lost
+     * connection. The job fails naming worker-0's error, counts nothing, and once the peers have ended too
+     * (cleanPodPolicy None keeps them) its replicaStatuses say what the pods are.
+     */
+    @Test
+    void aKubeflowRankWhoseCodeRaisesFailsTheJobNamingItAndTheCountsFollowThePods() {
+        String ns = install.namespace("kf-raises");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String container = """
+                      template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
+                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: RAISE_IN_EPOCH, value: "3"}, {name: FAIL_RANKS, value: "1"}],
+                        resources: {requests: {cpu: 250m}}, volumeMounts: [{name: state, mountPath: /state}]}],
+                        volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
+                """.formatted(EPOCHS, state);
+        kubectl.runWithInput("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: kf}
+                spec:
+                  runPolicy: {backoffLimit: 2}
+                  pytorchReplicaSpecs:
+                    Master:
+                      restartPolicy: ExitCode
+                %s    Worker:
+                      replicas: 2
+                      restartPolicy: ExitCode
+                %s""".formatted(container, container), "apply", "-n", ns, "-f", "-").orFail();
+        PyTorchJob failed = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
+                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+        assertEquals(JobPhase.Failed, failed.getStatus().phase, events(ns, null).toString());
+        assertEquals("ReplicaFailedPermanently", failed.getStatus().failureReason);
+        String message = failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type)).findFirst().orElseThrow().message;
+        assertTrue(message.startsWith("PyTorchJob kf is failed because pod kf-worker-0 (container pytorch) exited with code 1 (Error)"), message);
+        assertTrue(message.contains("ValueError: rank 1: a bad batch in epoch 3"), message);
+        assertFalse(message.contains("Connection reset"), "never the peer's error: " + message);
+        assertEquals(0, failed.getStatus().backoffCount);
+        // The peers fail in their next collective; the ended job's counts then say so.
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).untilAsserted(() -> {
+            List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
+            assertTrue(pods.stream().allMatch(p -> "Failed".equals(p.getStatus().getPhase())), "every rank has ended");
+            var counts = admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get().getStatus().replicaStatuses;
+            assertEquals(1, counts.get("Master").failed, counts.toString());
+            assertEquals(2, counts.get("Worker").failed, counts.toString());
+            assertEquals(null, counts.get("Master").active, counts.toString());
+            assertEquals(null, counts.get("Worker").active, counts.toString());
+        });
+    }
+
+    /**
      * Elastic training is not restarted as a group: Kubeflow's elastic seed (torchrun, c10d rendezvous at
      * worker-0), worker-1's torchrun killed from the machine mid-training. The kubelet restarts its container
      * in place; the survivor's torchrun takes it into a new rendezvous round by itself (its own container

@@ -235,7 +235,8 @@ class GroupRestartTest {
         assertEquals(1, restart.state().backoffCount());
         assertTrue(events(restart, "JobRestarting").get(0).message().startsWith("pod j-worker-0 was deleted; then j-master-0"),
                 restart.events().toString());
-        assertEquals(List.of("j-master-0", "j-worker-1"), names(restart.podsToDelete()), "the deleted one is on its way already");
+        assertEquals(List.of("j-master-0", "j-worker-1"), names(restart.podsToDelete()),
+                "the deleted one is on its way already: a kubelet keeps the grace period a stop began with");
         run.pods.remove("j-worker-0"); // the kubelet finishes the deletion
         Decision recreate = run.pass();
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(recreate.podsToCreate()));
@@ -362,6 +363,9 @@ class GroupRestartTest {
         assertEquals(1, counted.state().backoffCount());
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(counted.podsToDelete()),
                 "the master stayed in its collective: no rank of the old group is left to fail later");
+        counted.podsToDelete().forEach(deletion -> assertEquals(Long.valueOf(GroupRestarts.SURVIVOR_GRACE_SECONDS),
+                deletion.gracePeriodSeconds(), "the ranks the kubelet restarted, the cause among them, are stopped within 5 s too "
+                        + "(one importing PyTorch or waiting at the rendezvous runs no SIGTERM handler): " + deletion));
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
         assertEquals(1, run.state.backoffCount(), "stopping them was part of the one restart");
     }

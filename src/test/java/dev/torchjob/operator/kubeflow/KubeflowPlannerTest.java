@@ -176,6 +176,27 @@ class KubeflowPlannerTest {
         assertEquals(Set.of("j-master-0"), cluster.pods.keySet(), "the running workers are deleted, the finished master kept");
         assertEquals(Set.of("j-master-0"), cluster.services);
         assertEquals("Succeeded", cluster.state());
+        assertEquals(2, replicas(cluster, "Worker").succeeded, "the deleted workers keep the counts of the moment the job ended");
+        assertEquals(1, replicas(cluster, "Master").succeeded);
+    }
+
+    @Test
+    void anEndedJobsCountsFollowThePodsItKeeps() {
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Master: {restartPolicy: ExitCode, template: " + POD
+                + "}\n  Worker: {replicas: 2, restartPolicy: ExitCode, template: " + POD + "}");
+        cluster.started();
+        cluster.exit("j-worker-0", 1);
+        cluster.settle();
+        assertEquals("Failed", cluster.state());
+        assertEquals(1, replicas(cluster, "Master").active, "cleanPodPolicy None keeps the survivors running");
+        assertEquals(1, replicas(cluster, "Worker").active);
+        cluster.exit("j-master-0", 1);
+        cluster.exit("j-worker-1", 1);
+        cluster.settle();
+        assertNull(replicas(cluster, "Master").active, "no pod runs: the ended job says so");
+        assertEquals(1, replicas(cluster, "Master").failed);
+        assertEquals(2, replicas(cluster, "Worker").failed);
+        assertEquals("Failed", cluster.state());
     }
 
     @Test
