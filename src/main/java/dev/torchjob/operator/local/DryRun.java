@@ -66,6 +66,33 @@ final class DryRun {
         return out.toString();
     }
 
+    /**
+     * What each replica's process would get of this machine's GPUs in a local run: nothing to say when the job
+     * asks for none and the machine has none.
+     */
+    static String gpus(List<Pod> pods, GpuAssignment assignment) {
+        MachineGpus machine = assignment.machine();
+        if (machine.gpus().isEmpty() && pods.stream().allMatch(pod -> GpuAssignment.asked(pod) == 0)) {
+            return "";
+        }
+        StringBuilder out = new StringBuilder("locally, on this machine (").append(machine.said()).append("):\n");
+        for (Pod pod : pods) {
+            int asked = GpuAssignment.asked(pod);
+            String name = pod.getMetadata().getName();
+            out.append("  ").append(name).append(": ");
+            var given = assignment.take(name, name, asked);
+            if (given.isEmpty()) {
+                out.append("asks for ").append(asked).append(asked == 1 ? " GPU" : " GPUs").append(", none left for it\n");
+                continue;
+            }
+            out.append(given.get().isEmpty() ? "no GPU" : String.join(", ", given.get().stream().map(MachineGpus.Gpu::toString).toList()));
+            Map<String, String> env = assignment.environment(given.get(), null);
+            env.forEach((key, value) -> out.append(", ").append(key).append('=').append(quoted(value)));
+            out.append('\n');
+        }
+        return out.toString();
+    }
+
     private static String service(Service service) {
         return "Service " + service.getMetadata().getName()
                 + ("None".equals(service.getSpec().getClusterIP()) ? " (headless)" : "");

@@ -18,6 +18,7 @@ import dev.torchjob.operator.kubeflow.KubeflowSpecValidator;
 import io.fabric8.kubernetes.client.CustomResource;
 import dev.torchjob.operator.t9k.SpecValidator;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
@@ -39,7 +40,7 @@ public final class LocalLauncher {
     static final String NAMESPACE = "default";
     static final List<String> CRD_RESOURCES = List.of("/crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml",
             "/crd/pytorchjobs.kubeflow.org-v1.yml");
-    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run]";
+    static final String USAGE = "usage: run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run] [" + GpuAssignment.SHARE_OPTION + "]";
 
     private LocalLauncher() {
     }
@@ -50,11 +51,14 @@ public final class LocalLauncher {
         String metricsPort = "8080";
         String output = "summary";
         boolean dryRun = false;
+        boolean shareGpus = false;
         for (int i = 0; i < args.length; i++) {
             if ("--metrics-port".equals(args[i]) && i + 1 < args.length) {
                 metricsPort = args[++i];
             } else if ("--dry-run".equals(args[i])) {
                 dryRun = true;
+            } else if (GpuAssignment.SHARE_OPTION.equals(args[i])) {
+                shareGpus = true;
             } else if (("--output".equals(args[i]) || "-o".equals(args[i])) && i + 1 < args.length) {
                 output = args[++i];
                 if (!output.equals("yaml")) {
@@ -83,13 +87,24 @@ public final class LocalLauncher {
         submitted.getMetadata().setUid("<uid>");
         submitted.getMetadata().setGeneration(1L);
         submitted.getMetadata().setNamespace(NAMESPACE);
+        List<Pod> pods = DryRun.firstPlan(submitted, java.time.Instant.now()).podsToCreate();
+        MachineGpus gpus = MachineGpus.discover(System.getenv());
+        Optional<String> gpusRefused = GpuAssignment.refusal(gpus, pods, shareGpus);
         if (dryRun) {
             System.out.print(DryRun.describe(submitted, java.time.Instant.now()));
+            System.out.print(DryRun.gpus(pods, new GpuAssignment(gpus, shareGpus)));
+            if (gpusRefused.isPresent()) {
+                err.println("error: " + jobFile + ": " + gpusRefused.get());
+                return EXIT_BAD_INPUT;
+            }
             return EXIT_SUCCEEDED;
         }
+        if (gpusRefused.isPresent()) {
+            err.println("error: " + jobFile + ": " + gpusRefused.get());
+            return EXIT_BAD_INPUT;
+        }
         // Never a run that hangs: a torchrun this machine cannot start ends it here, with the reason.
-        Optional<String> torchrun = TorchrunOnOneHost.cannotRun(DryRun.firstPlan(submitted, java.time.Instant.now()).podsToCreate(),
-                jobFile.getParent());
+        Optional<String> torchrun = TorchrunOnOneHost.cannotRun(pods, jobFile.getParent());
         if (torchrun.isPresent()) {
             err.println("error: " + jobFile + ": " + torchrun.get());
             return EXIT_BAD_INPUT;
@@ -113,6 +128,12 @@ public final class LocalLauncher {
         String url = "http://" + apiServer.getHostName() + ":" + apiServer.getPort();
         runTimeSettings(url, metricsPort, jobFile).forEach(System::setProperty);
         System.setProperty(LocalRun.OUTPUT_PROPERTY, output);
+        System.setProperty(LocalRun.SHARE_GPUS_PROPERTY, Boolean.toString(shareGpus));
+        if (pods.stream().anyMatch(pod -> GpuAssignment.asked(pod) > 0)) {
+            System.out.println("[local] this machine has " + gpus.said() + (shareGpus ? "; replicas share them (" + GpuAssignment.SHARE_OPTION
+                    + ")" : "") + "; each replica gets the " + GpuAssignment.NVIDIA_GPU + " its limits ask for");
+        }
+        GpuAssignment.notGiven(pods).forEach(line -> System.out.println("[local] " + line));
         Quarkus.run(LocalRun.class, args);
         return EXIT_FAILED; // not reached: Quarkus exits with LocalRun's code
     }

@@ -13,6 +13,7 @@ import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -53,20 +54,24 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     private final String namespace;
     private final Path defaultWorkingDirectory;
     private final PrintStream out;
+    private final GpuAssignment gpus;
     private final Map<String, Process> processesByPodUid = new ConcurrentHashMap<>();
     /** The last lines each running process printed: its termination message if it fails (FallbackToLogsOnError). */
     private final Map<String, Deque<String>> lastLinesByPodUid = new ConcurrentHashMap<>();
     private final Set<String> startedPodUids = ConcurrentHashMap.newKeySet();
     /** Pods deleted while their container waited to be restarted in place: it is not started again. */
     private final Set<String> deletedPodUids = ConcurrentHashMap.newKeySet();
+    /** Pods whose GPUs a pod of the last group, still stopping, holds: said once. */
+    private final Set<String> waitingForGpus = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
     private SharedIndexInformer<Pod> informer;
 
-    LocalNode(KubernetesClient client, String namespace, Path defaultWorkingDirectory, PrintStream out) {
+    LocalNode(KubernetesClient client, String namespace, Path defaultWorkingDirectory, PrintStream out, GpuAssignment gpus) {
         this.client = client;
         this.namespace = namespace;
         this.defaultWorkingDirectory = defaultWorkingDirectory;
         this.out = out;
+        this.gpus = gpus;
     }
 
     void start() {
@@ -133,11 +138,31 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             finish(pod, restarts, last, 127, "StartError", "no command: images are not run locally, give the container a command");
             return;
         }
+        int askedGpus = GpuAssignment.asked(pod);
+        Optional<List<MachineGpus.Gpu>> given = gpus.take(podName, uid, askedGpus);
+        if (given.isEmpty()) {
+            // As a pod waits for a node's GPUs: a pod of the last group, still stopping, holds them.
+            if (waitingForGpus.add(uid)) {
+                out.println("[" + podName + "] waiting for " + askedGpus + " GPU(s): other replicas hold this machine's (one still"
+                        + " stopping frees its own when it ends)");
+            }
+            CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS).execute(() -> {
+                if (!stopping && !deletedPodUids.contains(uid)) {
+                    launch(pod, restarts, last);
+                }
+            });
+            return;
+        }
+        if (askedGpus > 0 && restarts == 0) {
+            out.println("[" + podName + "] given " + String.join(", ", given.get().stream().map(MachineGpus.Gpu::toString).toList())
+                    + " (" + GpuAssignment.NVIDIA_GPU + ": " + askedGpus + ")");
+        }
         Path workingDirectory = container.getWorkingDir() != null
                 ? defaultWorkingDirectory.resolve(container.getWorkingDir())
                 : defaultWorkingDirectory;
         ProcessBuilder builder = new ProcessBuilder(argv).directory(workingDirectory.toFile()).redirectErrorStream(true);
         builder.environment().putAll(env);
+        builder.environment().putAll(gpus.environment(given.get(), env.get("CUDA_VISIBLE_DEVICES")));
         Process process;
         try {
             process = builder.start();
@@ -187,6 +212,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     private void stop(String uid) {
         Process process = processesByPodUid.remove(uid);
         if (process == null) {
+            gpus.release(uid); // deleted while waiting to be restarted in place
             return;
         }
         // SIGTERM to the process and its children, SIGKILL after the grace period.
@@ -201,6 +227,8 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             process.descendants().forEach(ProcessHandle::destroyForcibly);
             process.destroyForcibly();
             Thread.currentThread().interrupt();
+        } finally {
+            gpus.release(uid);
         }
     }
 
@@ -325,6 +353,7 @@ final class LocalNode implements ResourceEventHandler<Pod> {
 
     /** The pod's last run ended for good; its restarts in place stay counted in its status, as the kubelet keeps them. */
     private void finish(Pod pod, int restarts, ContainerStateTerminated last, int exitCode, String reason, String message) {
+        gpus.release(pod.getMetadata().getUid());
         Container container = TrainingContainer.of(pod);
         writeStatus(pod, new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
                 .withContainerStatuses(new ContainerStatusBuilder().withName(container.getName()).withReady(false).withRestartCount(restarts)

@@ -39,6 +39,8 @@ public class LocalRun implements QuarkusApplication {
     static final String JOB_FILE_PROPERTY = "torchjob.local.job-file";
     /** yaml: the job's whole status after the summary line. */
     static final String OUTPUT_PROPERTY = "torchjob.local.output";
+    /** true: replicas may share GPUs (run --share-gpus). */
+    static final String SHARE_GPUS_PROPERTY = "torchjob.local.share-gpus";
     static final int EXIT_INTERRUPTED = 130;
     private static final Duration POLL = Duration.ofMillis(200);
     private static final Logger LOG = Logger.getLogger(LocalRun.class);
@@ -63,7 +65,9 @@ public class LocalRun implements QuarkusApplication {
         job.getMetadata().setNamespace(LocalLauncher.NAMESPACE);
         String name = job.getMetadata().getName();
 
-        LocalNode node = new LocalNode(client, LocalLauncher.NAMESPACE, file.getParent(), out);
+        boolean shareGpus = ConfigProvider.getConfig().getOptionalValue(SHARE_GPUS_PROPERTY, Boolean.class).orElse(false);
+        LocalNode node = new LocalNode(client, LocalLauncher.NAMESPACE, file.getParent(), out,
+                new GpuAssignment(MachineGpus.discover(System.getenv()), shareGpus));
         // Ctrl-C or SIGTERM: no training process may outlive us. Said here, in the hook: the JVM may halt
         // before the main loop notices.
         Instant submitted = Instant.now();

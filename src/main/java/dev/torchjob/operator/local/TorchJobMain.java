@@ -30,11 +30,14 @@ public class TorchJobMain {
             usage:
               torchjob-operator                        the operator, against the cluster of your kubeconfig
                                                        (KUBECONFIG, else ~/.kube/config) or, in a pod, its ServiceAccount
-              torchjob-operator run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run]
+              torchjob-operator run JOB.yaml [--metrics-port PORT] [--output yaml] [--dry-run] [--share-gpus]
                                                        one job on this machine, no cluster needed: the operator,
                                                        an embedded API server, replicas as local processes;
                                                        ends with a one-line summary (--output yaml: the whole status);
-                                                       --dry-run: only the pods, commands and env it would create
+                                                       --dry-run: only the pods, commands and env it would create;
+                                                       each replica gets the NVIDIA GPUs its limits ask for
+                                                       (nvidia.com/gpu), distinct ones; --share-gpus: replicas may
+                                                       share them when the job asks for more than there are
               torchjob-operator torchjob get|describe|wait|logs ...
                                                        follow, wait for and read jobs in your cluster; the same as
                                                        kubectl torchjob ... with this executable on PATH as kubectl-torchjob
