@@ -79,6 +79,12 @@ a test keeps them equal.
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "update", "delete"]
+{{- with .Values.kubeflow.gangSchedulerName }}
+# The PyTorchJobs' PodGroups (one per job, named and owned by it), for the gang scheduler {{ . }}.
+- apiGroups: [{{ if eq . "volcano" }}"scheduling.volcano.sh"{{ else }}"scheduling.x-k8s.io"{{ end }}]
+  resources: ["podgroups"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- end }}
 {{- end }}
 {{- end -}}
 

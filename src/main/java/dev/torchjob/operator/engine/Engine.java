@@ -58,6 +58,7 @@ public final class Engine {
         private final Map<String, Pod> pods;
         private final Map<String, String> createdPods;
         private final Map<String, List<StartBlocker.PodWarning>> podWarnings;
+        private final Optional<StartBlocker> gangHold;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
         private final QueueAdmission queue;
@@ -95,6 +96,7 @@ public final class Engine {
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
             this.createdPods = observation.createdPods();
             this.podWarnings = observation.podWarnings();
+            this.gangHold = observation.gangHold();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
             this.queue = observation.queue();
@@ -245,13 +247,17 @@ public final class Engine {
             // A group starts anew only once every pod of the old one is gone: a new rank must not reach an old
             // master still shutting down (its name still resolves to it) and fail there.
             boolean oldGroupLeft = job.restartsAsGroup() && pods.values().stream().anyMatch(ledger::isCounted);
-            for (ReplicaSlot slot : oldGroupLeft ? List.<ReplicaSlot>of() : missing) {
+            boolean heldByGang = gangHold.isPresent() && !missing.isEmpty();
+            for (ReplicaSlot slot : oldGroupLeft || heldByGang ? List.<ReplicaSlot>of() : missing) {
                 out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");
             deadline().ifPresent(d -> out.recheckAt(d.plusSeconds(1)));
 
             List<StartBlocker> cannotStart = cannotStart(topology);
+            if (heldByGang) {
+                heldByGang(missing, gangHold.get()).ifPresent(hold -> cannotStart.add(0, hold));
+            }
             replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
                 elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
@@ -293,6 +299,24 @@ public final class Engine {
                 }
             }
             return blocked;
+        }
+
+        /**
+         * The gang scheduler has not admitted the job's group: its missing pods are not created, which the
+         * job says as any other cause that keeps pods from starting (once per cause, nothing counted).
+         */
+        private Optional<StartBlocker> heldByGang(List<ReplicaSlot> missing, StartBlocker hold) {
+            if (hold.reason().equals(StartBlocker.ADMITTING)) {
+                return Optional.empty();
+            }
+            boolean saidBefore = missing.stream().map(slot -> previous.replica(slot.podName()))
+                    .anyMatch(before -> before != null && before.cannotStart() != null && before.cannotStart().reason().equals(hold.reason()));
+            missing.forEach(slot -> view.cannotStart(slot.podName(), hold));
+            if (!saidBefore) {
+                out.events.add(JobEvent.warning("ReplicaCannotStart", hold.message() + "; the job waits for it, nothing is counted")
+                        .about("gang#" + hold.reason()));
+            }
+            return Optional.of(hold);
         }
 
         private String replicaFailureMessage(List<Stopped> failures) {

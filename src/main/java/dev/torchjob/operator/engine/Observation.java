@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -16,7 +17,14 @@ import io.fabric8.kubernetes.api.model.Pod;
 public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
         Map<String, String> createdPods, QueueAdmission queue,
         /** Warning events of the pods whose status does not say why they are not starting, by pod UID: only pods looked up. */
-        Map<String, List<StartBlocker.PodWarning>> podWarnings) {
+        Map<String, List<StartBlocker.PodWarning>> podWarnings,
+        /** The gang scheduler holds the job's pods back until it admits their group: why, in its words. */
+        Optional<StartBlocker> gangHold) {
+
+    public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
+            Map<String, String> createdPods, QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
+        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, Optional.empty());
+    }
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
             Map<String, String> createdPods, QueueAdmission queue) {
@@ -32,7 +40,7 @@ public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists,
         this(job, pods, serviceExists, podGroup, now, createdPods, QueueAdmission.NOT_QUEUED);
     }
 
-    /** The gang scheduler's PodGroup of the job (T9k scheduler). */
+    /** The gang scheduler's PodGroup of the job (the T9k scheduler's; Kubeflow's kind with a gang scheduler only says API_MISSING). */
     public enum PodGroupState {
         /** The job does not use a gang scheduler. */
         NOT_NEEDED,

@@ -108,8 +108,9 @@ final class ReplicaView {
         int inARow = failuresInARow.getOrDefault(podName, before == null ? 0 : before.failuresInARow());
         if (pod == null) {
             // Keep the last pod's UID: it tells a pod that vanished from one never created.
+            // A pod the gang scheduler holds back from being created: why is kept with the replica.
             return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure,
-                    inARow, before == null ? 0 : before.restartsInPlace());
+                    inARow, before == null ? 0 : before.restartsInPlace(), cannotStart.get(podName));
         }
         // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
         // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.

@@ -22,6 +22,11 @@ import io.fabric8.kubernetes.api.model.PodCondition;
  * creating their containers a while after being scheduled ({@link #needsWarnings}).
  */
 public record StartBlocker(String reason, String message) {
+    /**
+     * The reason of a gang scheduler's hold that is not a problem yet: it has not looked at the job's group.
+     * Such a hold keeps the pods from being created and is not said.
+     */
+    public static final String ADMITTING = "Admitting";
     /** A scheduled pod still creating its containers this long: its Warning events are looked at. */
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */

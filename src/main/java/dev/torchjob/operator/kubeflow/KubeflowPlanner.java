@@ -80,6 +80,13 @@ public final class KubeflowPlanner {
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
             Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
             QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
+        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, podWarnings, GangObservation.NONE);
+    }
+
+    /** {@code gang}: the operator's gang scheduler and the job's PodGroup (Kubeflow's --gang-scheduler-name). */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
+            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
+            QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, GangObservation gang) {
         if (dispatchedByMultiKueue(job)) {
             // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
             return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
@@ -88,10 +95,15 @@ public final class KubeflowPlanner {
                 : KubeflowModel.job(job);
         boolean servicesExist = model.problem().isPresent()
                 || JobTopology.of(model).slots().stream().allMatch(slot -> services.contains(slot.podName()));
-        Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, Observation.PodGroupState.NOT_NEEDED, now,
-                createdPods, queue, podWarnings);
+        Optional<GangScheduler> gangScheduler = gang.scheduler();
+        Observation.PodGroupState podGroupApi = gangScheduler.isPresent() && !gang.apiInstalled()
+                ? Observation.PodGroupState.API_MISSING : Observation.PodGroupState.NOT_NEEDED;
+        Optional<StartBlocker> gangHold = gangScheduler.flatMap(scheduler -> scheduler.hold(gang.podGroup(), job.getMetadata().getName()));
+        Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, podGroupApi, now, createdPods, queue, podWarnings,
+                gangHold);
         JobState before = state(job.getStatus());
-        Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName()), backoff);
+        Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName(), gangScheduler), backoff);
+        List<Plan.JobEvent> events = new ArrayList<>(decision.events());
 
         List<Pod> podsToCreate = new ArrayList<>();
         List<Service> servicesToCreate = new ArrayList<>();
@@ -100,7 +112,15 @@ public final class KubeflowPlanner {
             KubeflowPods templates = new KubeflowPods(job, topology);
             QueueAdmission.PodAdmission admission = queue instanceof QueueAdmission.Admitted admitted ? admitted.pods()
                     : QueueAdmission.PodAdmission.NONE;
-            decision.podsToCreate().forEach(request -> podsToCreate.add(admission.admit(request.slot().type(), templates.pod(request.slot()))));
+            for (var request : decision.podsToCreate()) {
+                Pod pod = templates.pod(request.slot());
+                gangScheduler.ifPresent(scheduler -> scheduler.decorate(pod, job.getMetadata().getName(), request.slot().type()));
+                podsToCreate.add(admission.admit(request.slot().type(), pod));
+            }
+            gangScheduler.map(scheduler -> scheduler.typesWithAnotherScheduler(job)).filter(types -> !types.isEmpty() && !podsToCreate.isEmpty())
+                    .ifPresent(types -> events.add(Plan.JobEvent.warning("SetPodTemplateSchedulerName", "Another scheduler is specified in "
+                            + String.join(" and ", types) + "'s template when gang-scheduling is enabled and it will not be overwritten;"
+                            + " those pods are not gang-scheduled")));
             if (decision.createService()) {
                 topology.slots().stream().filter(slot -> !services.contains(slot.podName())).forEach(slot -> servicesToCreate.add(templates.service(slot)));
             }
@@ -122,12 +142,25 @@ public final class KubeflowPlanner {
         if (wanted.isEmpty() && autoscaler.isPresent() && !finished) {
             delete.add(autoscaler.get());
         }
+        // The gang's PodGroup follows the spec while the job is active (minMember through elastic scaling);
+        // the end and a suspension delete it, as Kubeflow does.
+        if (gangScheduler.isPresent() && gang.apiInstalled()) {
+            GangScheduler scheduler = gangScheduler.get();
+            if (active) {
+                var podGroup = scheduler.podGroup(job, gang.podGroup());
+                if (gang.podGroup().isEmpty() || !GangScheduler.hasSpec(gang.podGroup().get(), podGroup)) {
+                    apply.add(podGroup);
+                }
+            } else if (model.problem().isEmpty()) {
+                gang.podGroup().ifPresent(delete::add);
+            }
+        }
 
         PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
         PyTorchJobStatus next = status(job, previous, decision, pods);
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
-                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.events(), decision.podsCreated(),
+                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), List.copyOf(events), decision.podsCreated(),
                 decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
     }
 
@@ -330,7 +363,7 @@ public final class KubeflowPlanner {
         return java.util.Optional.of(next);
     }
 
-    private static Wording wording(String job) {
+    private static Wording wording(String job, Optional<GangScheduler> gang) {
         return new Wording() {
             @Override
             public String paused() {
@@ -354,7 +387,10 @@ public final class KubeflowPlanner {
 
             @Override
             public String awaitingAdmission() {
-                return "PyTorchJob " + job + " waits to be admitted.";
+                return gang.map(scheduler -> "PyTorchJob " + job + " waits: the gang scheduler " + scheduler.schedulerName()
+                        + " is set, and its PodGroup API (" + scheduler.podGroups().getGroup() + "/" + scheduler.podGroups().getVersion()
+                        + ") is not installed in the cluster; the pods are created once it is.")
+                        .orElse("PyTorchJob " + job + " waits to be admitted.");
             }
         };
     }

@@ -21,6 +21,7 @@ import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
 import io.fabric8.kubernetes.client.dsl.Resource;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -103,9 +104,17 @@ public class PlanExecutor {
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
         plan.objectsToDelete().forEach(object -> deletesAndApplies.add(call(() -> step("FailedDelete" + object.getKind(),
                 object.getKind() + " " + object.getMetadata().getName(), () -> client.resource(object).delete()))));
+        String fieldManager = context.getControllerConfiguration().fieldManager();
         plan.objectsToApply().forEach(object -> deletesAndApplies.add(call(() -> step("FailedApply" + object.getKind(),
-                object.getKind() + " " + object.getMetadata().getName(),
-                () -> client.resource(object).createOr(NonDeletingOperation::update)))));
+                object.getKind() + " " + object.getMetadata().getName(), () -> {
+                    if (serverSideApply && object instanceof GenericKubernetesResource) {
+                        // A gang scheduler's PodGroup: Volcano's has no status subresource, so only the fields set here
+                        // are applied, never a whole object that would wipe the status the scheduler wrote.
+                        client.resource(object).fieldManager(fieldManager).forceConflicts().serverSideApply();
+                    } else {
+                        client.resource(object).createOr(NonDeletingOperation::update);
+                    }
+                }))));
         inParallel(deletesAndApplies);
         if (plan.deleteJob()) {
             // Its time to live is over: the garbage collector takes its pods and Services with it.

@@ -43,6 +43,9 @@ import io.quarkus.arc.lookup.LookupIfProperty;
 public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobStatus> {
     public static final String NAME = "pytorchjob";
 
+    @jakarta.inject.Inject
+    GangPodGroups gangPodGroups;
+
     @Override
     public List<EventSource<?, PyTorchJob>> prepareEventSources(EventSourceContext<PyTorchJob> context) {
         List<EventSource<?, PyTorchJob>> sources = new ArrayList<>(List.of(
@@ -51,6 +54,7 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
                 ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), KubeflowLabels.OPERATOR_SELECTOR,
                 KubeflowLabels.JOB_NAME)));
+        gangPodGroups.atStart(context).ifPresent(sources::add);
         return sources;
     }
 
@@ -64,7 +68,7 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
                 .filter(h -> h.getMetadata().getName().equals(job.getMetadata().getName())).findFirst();
         var now = clock.instant();
         return KubeflowPlanner.plan(job, pods, services, autoscaler, now, createdPods.unseen(ResourceID.fromResource(job), pods),
-                backoff, queue, podWarnings.of(pods, now));
+                backoff, queue, podWarnings.of(pods, now), gangPodGroups.observe(job, context));
     }
 
     @Override

@@ -134,6 +134,7 @@ class HelmChartTest {
         assertEquals("team-a,team-b", env.get("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"));
         assertEquals("team-a,team-b", env.get("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHJOB_NAMESPACES"));
         assertEquals("true", env.get("TORCHJOB_KUBEFLOW_ENABLED"));
+        assertEquals("volcano", env.get("TORCHJOB_GANG_SCHEDULER_NAME"));
         assertEquals("DEBUG", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertEquals("25", env.get("QUARKUS_OPERATOR_SDK_CONCURRENT_RECONCILIATION_THREADS"));
         assertEquals("10m", env.get("TORCHJOB_RESTART_BACKOFF_MAX"));
@@ -150,7 +151,8 @@ class HelmChartTest {
         granted.addAll(grants(clusterReads.getRules()));
         Set<String> manifests = new HashSet<>(grants(only(load("base/rbac.yaml"), ClusterRole.class).getRules()));
         manifests.addAll(grants(only(load("kubeflow/rbac.yaml"), ClusterRole.class).getRules()));
-        assertEquals(manifests, granted, "kubernetes/base/rbac.yaml and kubernetes/kubeflow/rbac.yaml, split by scope");
+        manifests.addAll(grants(only(load("kubeflow/volcano/rbac.yaml"), ClusterRole.class).getRules()));
+        assertEquals(manifests, granted, "kubernetes/base/rbac.yaml and kubernetes/kubeflow/{,volcano/}rbac.yaml, split by scope");
         assertTrue(grants(clusterReads.getRules()).stream().allMatch(g -> g.endsWith(":get") || g.endsWith(":list") || g.endsWith(":watch")),
                 "nothing but reads cluster-wide");
 

@@ -14,6 +14,7 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.testing.PodFates;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
 import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
@@ -36,17 +37,40 @@ final class KubeflowCluster {
     HorizontalPodAutoscaler autoscaler;
     /** Where the job stands with its queue, as the reconciler would observe it from the job's Workload. */
     dev.torchjob.operator.engine.QueueAdmission queue = dev.torchjob.operator.engine.QueueAdmission.NOT_QUEUED;
+    /** The operator's gang scheduler (torchjob.gang-scheduler-name), whether its PodGroup API is installed, and the job's PodGroup. */
+    java.util.Optional<GangScheduler> gangScheduler = java.util.Optional.empty();
+    boolean podGroupApi = true;
+    GenericKubernetesResource podGroup;
 
     KubeflowCluster(String yaml) {
         this.job = KubeflowModelTest.parse(yaml);
     }
 
     Plan<PyTorchJobStatus> reconcile() {
+        GangObservation gang = gangScheduler.isEmpty() ? GangObservation.NONE
+                : new GangObservation(gangScheduler, podGroupApi, java.util.Optional.ofNullable(podGroup));
         Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services,
-                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff, queue);
+                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff, queue, Map.of(), gang);
         plans.add(plan);
-        plan.objectsToDelete().forEach(o -> autoscaler = null);
-        plan.objectsToApply().forEach(o -> autoscaler = (HorizontalPodAutoscaler) o);
+        for (var object : plan.objectsToDelete()) {
+            if (object instanceof GenericKubernetesResource) {
+                podGroup = null;
+            } else {
+                autoscaler = null;
+            }
+        }
+        for (var object : plan.objectsToApply()) {
+            if (object instanceof GenericKubernetesResource applied) {
+                // Applied: its spec and metadata, the status the scheduler wrote kept.
+                Object status = podGroup == null ? null : podGroup.getAdditionalProperties().get("status");
+                podGroup = SERIALIZATION.clone(applied);
+                if (status != null) {
+                    podGroup.setAdditionalProperty("status", status);
+                }
+            } else {
+                autoscaler = (HorizontalPodAutoscaler) object;
+            }
+        }
         job.setStatus(plan.status());
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
         plan.servicesToDelete().forEach(services::remove);
@@ -79,6 +103,17 @@ final class KubeflowCluster {
         runAll();
         settle();
         return this;
+    }
+
+    /** The gang scheduler writes the PodGroup's phase and, when given, an Unschedulable condition with its words. */
+    void podGroupStatus(String phase, String unschedulable) {
+        Map<String, Object> status = new LinkedHashMap<>();
+        status.put("phase", phase);
+        if (unschedulable != null) {
+            status.put("conditions", List.of(Map.of("type", "Unschedulable", "status", "True", "reason", "NotEnoughResources",
+                    "message", unschedulable)));
+        }
+        podGroup.setAdditionalProperty("status", status);
     }
 
     void runAll() {

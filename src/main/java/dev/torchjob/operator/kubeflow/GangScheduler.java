@@ -1,0 +1,316 @@
+package dev.torchjob.operator.kubeflow;
+
+import java.math.BigDecimal;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+import dev.torchjob.operator.api.kubeflow.KubeflowReplicaSpec;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.engine.StartBlocker;
+import dev.torchjob.operator.podtemplate.PodTemplateParser;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+
+/**
+ * The gang scheduler a PyTorchJob's pods are handed to, as Kubeflow's training-operator v1.9 does with
+ * {@code --gang-scheduler-name}: one PodGroup per job (named as the job, owned by it) that tells the
+ * scheduler how many of its pods must be placed together, and pods that name the scheduler and the group.
+ * Volcano's PodGroup ({@code scheduling.volcano.sh/v1beta1}) holds the job's pods back until Volcano
+ * admits the group; scheduler-plugins' ({@code scheduling.x-k8s.io/v1alpha1}, the coscheduling plugin)
+ * lets them be created and holds them at scheduling. Pure.
+ */
+public sealed interface GangScheduler {
+    String VOLCANO = "volcano";
+    /** The setting's value for none. */
+    String NONE = "none";
+
+    /** Volcano's pod annotations: the group, and the replica type as its task. */
+    String VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name";
+    String VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec";
+    /** scheduler-plugins' pod label naming the group. */
+    String PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group";
+
+    /** The operator's setting: empty or {@code none}, {@code volcano}, or a scheduler-plugins scheduler's name. */
+    static Optional<GangScheduler> named(Optional<String> setting) {
+        String name = setting.map(String::trim).orElse("");
+        if (name.isEmpty() || name.equals(NONE)) {
+            return Optional.empty();
+        }
+        return Optional.of(name.equals(VOLCANO) ? new Volcano() : new SchedulerPlugins(name));
+    }
+
+    /** The schedulerName the job's pods get. */
+    String schedulerName();
+
+    /** The PodGroup kind this scheduler reads. */
+    ResourceDefinitionContext podGroups();
+
+    /** The PodGroup's spec for the job: from {@code schedulingPolicy}, else all replicas and their requests. */
+    Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed);
+
+    /** Whether the job's pods wait for the observed PodGroup (none observed yet: they do where the scheduler admits groups first). */
+    boolean holdsPods(Optional<GenericKubernetesResource> observed);
+
+    /** What the pod needs to be scheduled as one of the job's gang. */
+    void decorate(Pod pod, String jobName, String replicaType);
+
+    /** The PodGroup the job should have: its metadata (the job's annotations, labels, owner) and spec. */
+    default GenericKubernetesResource podGroup(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+        ResourceDefinitionContext kind = podGroups();
+        GenericKubernetesResource podGroup = new GenericKubernetesResource();
+        podGroup.setApiVersion(kind.getGroup() + "/" + kind.getVersion());
+        podGroup.setKind(kind.getKind());
+        ObjectMeta meta = new ObjectMeta();
+        meta.setName(job.getMetadata().getName());
+        meta.setNamespace(job.getMetadata().getNamespace());
+        meta.setLabels(KubeflowLabels.ofJob(job.getMetadata().getName()));
+        if (job.getMetadata().getAnnotations() != null && !job.getMetadata().getAnnotations().isEmpty()) {
+            meta.setAnnotations(new LinkedHashMap<>(job.getMetadata().getAnnotations()));
+        }
+        meta.setOwnerReferences(List.of(KubeflowPods.ownerReference(job)));
+        podGroup.setMetadata(meta);
+        podGroup.setAdditionalProperty("spec", podGroupSpec(job, observed));
+        return podGroup;
+    }
+
+    /** A scheduler name the user set in a template is kept (Kubeflow warns); otherwise the gang scheduler's. */
+    default void nameScheduler(Pod pod) {
+        if (pod.getSpec().getSchedulerName() == null || pod.getSpec().getSchedulerName().isEmpty()) {
+            pod.getSpec().setSchedulerName(schedulerName());
+        }
+    }
+
+    /** The replica types whose template names another scheduler: their pods will not be gang-scheduled. */
+    default List<String> typesWithAnotherScheduler(PyTorchJob job) {
+        return ReplicaTypes.of(job.getSpec()).entrySet().stream().filter(e -> {
+            String named = PodTemplateParser.parse(e.getValue().template).getSpec().getSchedulerName();
+            return named != null && !named.isEmpty() && !named.equals(schedulerName());
+        }).map(Map.Entry::getKey).toList();
+    }
+
+    /** Volcano: the PodGroup's queue, priority class and minimum resources; pods wait until the group is Inqueue. */
+    record Volcano() implements GangScheduler {
+        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
+                .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+
+        @Override
+        public String schedulerName() {
+            return VOLCANO;
+        }
+
+        @Override
+        public ResourceDefinitionContext podGroups() {
+            return POD_GROUPS;
+        }
+
+        @Override
+        public Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+            SchedulingPolicy policy = SchedulingPolicy.of(job);
+            Map<String, Object> spec = new LinkedHashMap<>();
+            spec.put("minMember", policy.minMember(job));
+            // A queue the PodGroup already has stays (Volcano's queue of a group does not move).
+            String queue = observed.map(pg -> specOf(pg).get("queue")).filter(q -> q instanceof String s && !s.isEmpty())
+                    .map(Object::toString).orElse(policy.queue().orElse("default"));
+            spec.put("queue", queue);
+            policy.priorityClass().ifPresent(priorityClass -> spec.put("priorityClassName", priorityClass));
+            spec.put("minResources", policy.minResources(job));
+            return spec;
+        }
+
+        /** As Kubeflow: the job's pods are created once Volcano has taken the group in (its phase neither empty nor Pending). */
+        @Override
+        public boolean holdsPods(Optional<GenericKubernetesResource> observed) {
+            String phase = observed.map(GangScheduler::phaseOf).orElse("");
+            return phase.isEmpty() || phase.equals("Pending");
+        }
+
+        @Override
+        public void decorate(Pod pod, String jobName, String replicaType) {
+            nameScheduler(pod);
+            Map<String, String> annotations = pod.getMetadata().getAnnotations() == null ? new LinkedHashMap<>()
+                    : new LinkedHashMap<>(pod.getMetadata().getAnnotations());
+            annotations.put(VOLCANO_GROUP_ANNOTATION, jobName);
+            annotations.put(VOLCANO_TASK_ANNOTATION, replicaType.toLowerCase(Locale.ROOT));
+            pod.getMetadata().setAnnotations(annotations);
+        }
+    }
+
+    /** scheduler-plugins' coscheduling: minimum members and resources, a schedule timeout; pods are created at once. */
+    record SchedulerPlugins(String schedulerName) implements GangScheduler {
+        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
+                .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+
+        @Override
+        public ResourceDefinitionContext podGroups() {
+            return POD_GROUPS;
+        }
+
+        @Override
+        public Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+            SchedulingPolicy policy = SchedulingPolicy.of(job);
+            Map<String, Object> spec = new LinkedHashMap<>();
+            spec.put("minMember", policy.minMember(job));
+            spec.put("minResources", policy.minResources(job));
+            policy.scheduleTimeoutSeconds().ifPresent(timeout -> spec.put("scheduleTimeoutSeconds", timeout));
+            return spec;
+        }
+
+        @Override
+        public boolean holdsPods(Optional<GenericKubernetesResource> observed) {
+            return false;
+        }
+
+        @Override
+        public void decorate(Pod pod, String jobName, String replicaType) {
+            nameScheduler(pod);
+            Map<String, String> labels = pod.getMetadata().getLabels() == null ? new LinkedHashMap<>()
+                    : new LinkedHashMap<>(pod.getMetadata().getLabels());
+            labels.put(PLUGINS_GROUP_LABEL, jobName);
+            pod.getMetadata().setLabels(labels);
+        }
+    }
+
+    /**
+     * Why the job's pods are held back, when they are: Volcano's words on a Pending group (its Unschedulable
+     * condition), or {@link StartBlocker#ADMITTING} while it has not looked at the group yet (not said).
+     */
+    default Optional<StartBlocker> hold(Optional<GenericKubernetesResource> observed, String jobName) {
+        if (!holdsPods(observed)) {
+            return Optional.empty();
+        }
+        Optional<String> unschedulable = observed.flatMap(GangScheduler::unschedulable);
+        if (unschedulable.isEmpty()) {
+            return Optional.of(new StartBlocker(StartBlocker.ADMITTING, "PodGroup " + jobName + " waits for " + schedulerName()
+                    + " to admit it"));
+        }
+        String queue = observed.map(pg -> specOf(pg).get("queue")).map(Object::toString).orElse("default");
+        return Optional.of(new StartBlocker(POD_GROUP_PENDING, "PodGroup " + jobName + " is " + phaseOf(observed.get()) + " in "
+                + schedulerName() + "'s queue " + queue + ": " + unschedulable.get() + "; its pods are created once " + schedulerName()
+                + " admits the whole group"));
+    }
+
+    /** The reason a job's pods cannot start while its PodGroup waits to be admitted. */
+    String POD_GROUP_PENDING = "PodGroupPending";
+
+    /** "NotEnoughResources: 3/3 tasks in gang unschedulable: ...", from a True Unschedulable condition of the PodGroup. */
+    private static Optional<String> unschedulable(GenericKubernetesResource podGroup) {
+        Object status = podGroup.getAdditionalProperties().get("status");
+        Object conditions = status instanceof Map<?, ?> map ? map.get("conditions") : null;
+        if (!(conditions instanceof List<?> list)) {
+            return Optional.empty();
+        }
+        return list.stream().filter(Map.class::isInstance).map(c -> (Map<?, ?>) c)
+                .filter(c -> "Unschedulable".equals(c.get("type")) && "True".equals(String.valueOf(c.get("status"))))
+                .map(c -> (c.get("reason") == null ? "" : c.get("reason") + ": ") + String.valueOf(c.get("message")).strip())
+                .reduce((first, second) -> second);
+    }
+
+    /** Whether the observed PodGroup's spec has every field of the wanted one's, as wanted. */
+    static boolean hasSpec(GenericKubernetesResource observed, GenericKubernetesResource wanted) {
+        Map<?, ?> has = specOf(observed);
+        return specOf(wanted).entrySet().stream().allMatch(e -> sameValue(e.getValue(), has.get(e.getKey())));
+    }
+
+    private static boolean sameValue(Object wanted, Object has) {
+        if (wanted instanceof Number a && has instanceof Number b) {
+            return a.longValue() == b.longValue();
+        }
+        if (wanted instanceof Map<?, ?> a && has instanceof Map<?, ?> b) {
+            return a.size() == b.size() && a.entrySet().stream().allMatch(e -> sameValue(e.getValue(), b.get(e.getKey())));
+        }
+        return java.util.Objects.equals(wanted == null ? null : wanted.toString(), has == null ? null : has.toString());
+    }
+
+    /** The observed PodGroup's status.phase, empty when it has none yet. */
+    static String phaseOf(GenericKubernetesResource podGroup) {
+        Object status = podGroup.getAdditionalProperties().get("status");
+        Object phase = status instanceof Map<?, ?> map ? map.get("phase") : null;
+        return phase == null ? "" : phase.toString();
+    }
+
+    private static Map<?, ?> specOf(GenericKubernetesResource podGroup) {
+        Object spec = podGroup.getAdditionalProperties().get("spec");
+        return spec instanceof Map<?, ?> map ? map : Map.of();
+    }
+
+    /** {@code runPolicy.schedulingPolicy}, as Kubeflow reads it. */
+    record SchedulingPolicy(Optional<Integer> minAvailable, Optional<String> queue, Optional<String> priorityClass,
+            Optional<Map<String, Object>> givenMinResources, Optional<Integer> scheduleTimeoutSeconds) {
+
+        static SchedulingPolicy of(PyTorchJob job) {
+            Map<String, Object> policy = job.getSpec().runPolicy == null || job.getSpec().runPolicy.schedulingPolicy == null ? Map.of()
+                    : job.getSpec().runPolicy.schedulingPolicy;
+            @SuppressWarnings("unchecked")
+            Optional<Map<String, Object>> minResources = Optional.ofNullable(policy.get("minResources")).filter(Map.class::isInstance)
+                    .map(m -> (Map<String, Object>) m);
+            return new SchedulingPolicy(integer(policy.get("minAvailable")), text(policy.get("queue")), text(policy.get("priorityClass")),
+                    minResources, integer(policy.get("scheduleTimeoutSeconds")));
+        }
+
+        /** minAvailable, else every replica of the job. */
+        int minMember(PyTorchJob job) {
+            return minAvailable.orElseGet(() -> ReplicaTypes.of(job.getSpec()).values().stream()
+                    .mapToInt(spec -> spec.replicas == null ? 1 : spec.replicas).sum());
+        }
+
+        /**
+         * The given minResources, else what the first minMember pods ask for, Master's first: each container's
+         * requests, a resource it only limits at its limit (as the API server defaults a request), summed in
+         * the unit of the first. Kubeflow orders the types by their priority class's value, equal ones in map
+         * order, and takes a container's limits only when it has no requests at all (a GPU in limits beside a
+         * CPU request is left out); this operator reads no PriorityClass: Master, then Worker.
+         */
+        Map<String, Object> minResources(PyTorchJob job) {
+            if (givenMinResources.isPresent()) {
+                return givenMinResources.get();
+            }
+            Map<String, BigDecimal> sum = new java.util.TreeMap<>();
+            Map<String, String> format = new LinkedHashMap<>();
+            int left = minMember(job);
+            for (KubeflowReplicaSpec spec : ReplicaTypes.of(job.getSpec()).values()) {
+                List<Container> containers = PodTemplateParser.parse(spec.template).getSpec().getContainers();
+                for (int i = 0; i < (spec.replicas == null ? 1 : spec.replicas) && left > 0; i++, left--) {
+                    for (Container container : containers) {
+                        requested(container).forEach((name, quantity) -> {
+                            sum.merge(name, quantity.getNumericalAmount(), BigDecimal::add);
+                            format.putIfAbsent(name, quantity.getFormat());
+                        });
+                    }
+                }
+            }
+            Map<String, Object> minResources = new LinkedHashMap<>();
+            sum.forEach((name, amount) -> minResources.put(name, Quantity.fromNumericalAmount(amount, format.get(name)).toString()));
+            return minResources;
+        }
+
+        /** What a container requests once the API server has defaulted it: its requests, and its limits where it has no request. */
+        private static Map<String, Quantity> requested(Container container) {
+            Map<String, Quantity> requested = new LinkedHashMap<>();
+            if (container.getResources() == null) {
+                return requested;
+            }
+            if (container.getResources().getLimits() != null) {
+                requested.putAll(container.getResources().getLimits());
+            }
+            if (container.getResources().getRequests() != null) {
+                requested.putAll(container.getResources().getRequests());
+            }
+            return requested;
+        }
+
+        private static Optional<Integer> integer(Object value) {
+            return value instanceof Number number ? Optional.of(number.intValue()) : Optional.empty();
+        }
+
+        private static Optional<String> text(Object value) {
+            return value instanceof String s && !s.isEmpty() ? Optional.of(s) : Optional.empty();
+        }
+    }
+}

@@ -1,0 +1,136 @@
+package dev.torchjob.operator.kubeflow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/** The PodGroup and pod fields Kubeflow's training-operator v1.9 writes for each --gang-scheduler-name. */
+class GangSchedulerTest {
+    static final String TEMPLATE = "{spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: \"2\", memory: 4Gi}, "
+            + "limits: {nvidia.com/gpu: 1}}}]}}";
+
+    static PyTorchJob job(String runPolicy) {
+        return KubeflowModelTest.parse("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: j, namespace: team, annotations: {team.example/owner: ml}}
+                spec:
+                  runPolicy: %s
+                  pytorchReplicaSpecs:
+                    Master: {replicas: 1, template: %s}
+                    Worker: {replicas: 3, template: %s}
+                """.formatted(runPolicy, TEMPLATE, TEMPLATE));
+    }
+
+    static Map<?, ?> spec(GenericKubernetesResource podGroup) {
+        return (Map<?, ?>) podGroup.getAdditionalProperties().get("spec");
+    }
+
+    static GenericKubernetesResource observed(String phase, Map<String, Object> spec) {
+        GenericKubernetesResource podGroup = new GenericKubernetesResource();
+        podGroup.setAdditionalProperty("spec", spec);
+        if (phase != null) {
+            podGroup.setAdditionalProperty("status", Map.of("phase", phase));
+        }
+        return podGroup;
+    }
+
+    @Test
+    void theSettingNamesVolcanoASchedulerPluginsSchedulerOrNone() {
+        assertEquals(Optional.empty(), GangScheduler.named(Optional.empty()));
+        assertEquals(Optional.empty(), GangScheduler.named(Optional.of("none")));
+        assertEquals(Optional.of(new GangScheduler.Volcano()), GangScheduler.named(Optional.of("volcano")));
+        assertEquals(Optional.of(new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler")),
+                GangScheduler.named(Optional.of("scheduler-plugins-scheduler")));
+    }
+
+    @Test
+    void volcanosPodGroupHasEveryReplicaTheirRequestsAndTheDefaultQueue() {
+        GenericKubernetesResource podGroup = new GangScheduler.Volcano().podGroup(job("{}"), Optional.empty());
+        assertEquals("scheduling.volcano.sh/v1beta1", podGroup.getApiVersion());
+        assertEquals("PodGroup", podGroup.getKind());
+        assertEquals("j", podGroup.getMetadata().getName(), "named as the job");
+        assertEquals("team", podGroup.getMetadata().getNamespace());
+        assertEquals(job("{}").getMetadata().getUid(), podGroup.getMetadata().getOwnerReferences().get(0).getUid(),
+                "owned by the job: deleted with it");
+        assertEquals(Map.of("team.example/owner", "ml"), podGroup.getMetadata().getAnnotations(), "the job's annotations, as Kubeflow");
+        assertEquals("j", podGroup.getMetadata().getLabels().get(KubeflowLabels.JOB_NAME));
+        assertEquals(Map.of("minMember", 4, "queue", "default", "minResources", Map.of("cpu", "8", "memory", "16Gi", "nvidia.com/gpu", "4")),
+                spec(podGroup), "the GPUs in limits count too (Kubeflow leaves them out beside a CPU request)");
+    }
+
+    @Test
+    void theSchedulingPolicyFillsMinMemberQueuePriorityAndMinResources() {
+        PyTorchJob job = job("{schedulingPolicy: {minAvailable: 2, queue: research, priorityClass: high, scheduleTimeoutSeconds: 120}}");
+        assertEquals(Map.of("minMember", 2, "queue", "research", "priorityClassName", "high",
+                "minResources", Map.of("cpu", "4", "memory", "8Gi", "nvidia.com/gpu", "2")),
+                spec(new GangScheduler.Volcano().podGroup(job, Optional.empty())), "the first two pods' requests, Master's first");
+        assertEquals(Map.of("minMember", 2, "minResources", Map.of("cpu", "4", "memory", "8Gi", "nvidia.com/gpu", "2"),
+                "scheduleTimeoutSeconds", 120), spec(new GangScheduler.SchedulerPlugins("sp").podGroup(job, Optional.empty())));
+        PyTorchJob given = job("{schedulingPolicy: {minResources: {cpu: \"1\"}}}");
+        assertEquals(Map.of("cpu", "1"), spec(new GangScheduler.Volcano().podGroup(given, Optional.empty())).get("minResources"));
+    }
+
+    @Test
+    void aQueueThePodGroupAlreadyHasStays() {
+        Map<?, ?> spec = spec(new GangScheduler.Volcano().podGroup(job("{schedulingPolicy: {queue: research}}"),
+                Optional.of(observed("Inqueue", Map.of("queue", "batch")))));
+        assertEquals("batch", spec.get("queue"));
+    }
+
+    @Test
+    void volcanoHoldsThePodsUntilItTakesTheGroupInAndSchedulerPluginsNever() {
+        GangScheduler volcano = new GangScheduler.Volcano();
+        assertTrue(volcano.holdsPods(Optional.empty()), "no PodGroup yet");
+        assertTrue(volcano.holdsPods(Optional.of(observed(null, Map.of()))), "no phase yet");
+        assertTrue(volcano.holdsPods(Optional.of(observed("Pending", Map.of()))));
+        assertFalse(volcano.holdsPods(Optional.of(observed("Inqueue", Map.of()))));
+        assertFalse(volcano.holdsPods(Optional.of(observed("Running", Map.of()))));
+        assertFalse(new GangScheduler.SchedulerPlugins("sp").holdsPods(Optional.empty()), "coscheduling holds them at scheduling");
+    }
+
+    @Test
+    void podsNameTheSchedulerAndTheirGroup() {
+        PyTorchJob job = job("{}");
+        Map<String, Pod> pods = KubeflowPodsTest.pods(job);
+        Pod worker = pods.get("j-worker-1");
+        new GangScheduler.Volcano().decorate(worker, "j", "Worker");
+        assertEquals("volcano", worker.getSpec().getSchedulerName());
+        assertEquals("j", worker.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"));
+        assertEquals("worker", worker.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
+        Pod master = pods.get("j-master-0");
+        new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler").decorate(master, "j", "Master");
+        assertEquals("scheduler-plugins-scheduler", master.getSpec().getSchedulerName());
+        assertEquals("j", master.getMetadata().getLabels().get("scheduling.x-k8s.io/pod-group"));
+        assertNull(master.getMetadata().getAnnotations() == null ? null : master.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
+    }
+
+    @Test
+    void aSchedulerTheUserNamedIsKeptAndSaid() {
+        PyTorchJob job = KubeflowModelTest.parse("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: j}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master: {template: {spec: {schedulerName: my-scheduler, containers: [{name: pytorch, image: x}]}}}
+                    Worker: {template: {spec: {containers: [{name: pytorch, image: x}]}}}
+                """);
+        GangScheduler volcano = new GangScheduler.Volcano();
+        assertEquals(List.of("Master"), volcano.typesWithAnotherScheduler(job));
+        Pod master = KubeflowPodsTest.pods(job).get("j-master-0");
+        volcano.decorate(master, "j", "Master");
+        assertEquals("my-scheduler", master.getSpec().getSchedulerName(), "kept, as Kubeflow keeps it");
+    }
+}

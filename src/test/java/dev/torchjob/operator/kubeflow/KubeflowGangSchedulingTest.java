@@ -1,0 +1,161 @@
+package dev.torchjob.operator.kubeflow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
+import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Plan;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/**
+ * A PyTorchJob under a gang scheduler (torchjob.gang-scheduler-name, Kubeflow's --gang-scheduler-name):
+ * its PodGroup, its pods handed to the scheduler, Volcano's hold until it admits the group, and the
+ * PodGroup's end.
+ */
+class KubeflowGangSchedulingTest {
+    static final String POD = "{spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: \"1\"}}}]}}";
+
+    static KubeflowCluster job(GangScheduler scheduler, String runPolicy) {
+        KubeflowCluster cluster = new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n"
+                + "  runPolicy: " + runPolicy + "\n  pytorchReplicaSpecs:\n    Master: {template: " + POD + "}\n"
+                + "    Worker: {replicas: 2, template: " + POD + "}\n");
+        cluster.gangScheduler = Optional.of(scheduler);
+        return cluster;
+    }
+
+    static List<Plan.JobEvent> events(Plan<PyTorchJobStatus> plan, String reason) {
+        return plan.events().stream().filter(e -> e.reason().equals(reason)).toList();
+    }
+
+    static KubeflowCondition cannotStart(KubeflowCluster cluster) {
+        return KubeflowConditions.find(cluster.job.getStatus().conditions, KubeflowConditions.REPLICA_CANNOT_START);
+    }
+
+    @Test
+    void volcanoGetsThePodGroupFirstAndThePodsOnceItAdmitsTheGroup() {
+        KubeflowCluster cluster = job(new GangScheduler.Volcano(), "{}");
+        Plan<PyTorchJobStatus> first = cluster.reconcile();
+        assertNotNull(cluster.podGroup, "the PodGroup is applied");
+        assertEquals(3, ((Map<?, ?>) cluster.podGroup.getAdditionalProperties().get("spec")).get("minMember"));
+        assertTrue(first.podsToCreate().isEmpty(), "no pod before Volcano has taken the group in, as Kubeflow");
+        cluster.settle();
+        assertTrue(cluster.pods.isEmpty());
+        assertNull(cannotStart(cluster), "not looked at yet: nothing to say");
+
+        cluster.podGroupStatus("Inqueue", null);
+        cluster.settle();
+        assertEquals(3, cluster.pods.size(), "admitted: the whole gang is created");
+        Pod worker = cluster.pods.get("j-worker-1");
+        assertEquals("volcano", worker.getSpec().getSchedulerName());
+        assertEquals("j", worker.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"));
+        assertEquals("worker", worker.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
+    }
+
+    @Test
+    void aGangVolcanoCannotPlaceIsSaidOnTheJobOnceAndTheJobWaitsCountingNothing() {
+        KubeflowCluster cluster = job(new GangScheduler.Volcano(), "{}");
+        cluster.settle();
+        cluster.podGroupStatus("Pending", "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable");
+        Plan<PyTorchJobStatus> held = cluster.reconcile();
+        assertTrue(held.podsToCreate().isEmpty());
+        KubeflowCondition condition = cannotStart(cluster);
+        assertEquals("True", condition.status);
+        assertEquals("PodGroupPending", condition.reason);
+        assertTrue(condition.message.startsWith("PodGroup j is Pending in volcano's queue default: NotEnoughResources: 3/3 tasks in gang "
+                + "unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; its pods are created once volcano admits the whole group"),
+                condition.message);
+        assertEquals(1, events(held, "ReplicaCannotStart").size());
+        assertEquals("Created", cluster.state(), "the job waits, as in Kubeflow");
+        assertEquals(0, cluster.job.getStatus().backoffCount);
+        assertTrue(events(cluster.reconcile(), "ReplicaCannotStart").isEmpty(), "said once");
+
+        cluster.podGroupStatus("Inqueue", null);
+        cluster.settle();
+        assertEquals(3, cluster.pods.size());
+        assertEquals("False", cannotStart(cluster).status, "no longer held");
+    }
+
+    @Test
+    void schedulerPluginsGetsThePodsAtOnceWithTheGroupLabel() {
+        KubeflowCluster cluster = job(new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler"),
+                "{schedulingPolicy: {minAvailable: 2, scheduleTimeoutSeconds: 60}}");
+        Plan<PyTorchJobStatus> first = cluster.reconcile();
+        assertEquals(3, first.podsToCreate().size(), "coscheduling holds them at scheduling, not at creation");
+        assertEquals("scheduling.x-k8s.io/v1alpha1", cluster.podGroup.getApiVersion());
+        assertEquals(Map.of("minMember", 2, "minResources", Map.of("cpu", "2"), "scheduleTimeoutSeconds", 60),
+                cluster.podGroup.getAdditionalProperties().get("spec"));
+        Pod master = first.podsToCreate().get(0);
+        assertEquals("scheduler-plugins-scheduler", master.getSpec().getSchedulerName());
+        assertEquals("j", master.getMetadata().getLabels().get("scheduling.x-k8s.io/pod-group"));
+    }
+
+    @Test
+    void theEndAndASuspensionDeleteThePodGroup() {
+        KubeflowCluster cluster = job(new GangScheduler.SchedulerPlugins("sp"), "{}");
+        cluster.started();
+        cluster.job.getSpec().runPolicy.suspend = true;
+        cluster.settle();
+        assertNull(cluster.podGroup, "suspended: deleted, as Kubeflow");
+        cluster.job.getSpec().runPolicy.suspend = false;
+        cluster.settle();
+        assertNotNull(cluster.podGroup, "resumed: made again");
+        cluster.runAll();
+        cluster.exit("j-master-0", 0);
+        cluster.settle();
+        assertEquals("Succeeded", cluster.state());
+        assertNull(cluster.podGroup, "ended: deleted");
+    }
+
+    @Test
+    void minMemberFollowsTheReplicasAndAGroupRestartKeepsTheGang() {
+        KubeflowCluster cluster = job(new GangScheduler.SchedulerPlugins("sp"), "{backoffLimit: 3}");
+        cluster.started();
+        cluster.job.getSpec().pytorchReplicaSpecs.get("Worker").replicas = 3;
+        Plan<PyTorchJobStatus> scaled = cluster.reconcile();
+        assertEquals(4, ((Map<?, ?>) cluster.podGroup.getAdditionalProperties().get("spec")).get("minMember"));
+        assertEquals(1, scaled.objectsToApply().size());
+        cluster.settle();
+        cluster.runAll();
+        cluster.exit("j-worker-0", 137);
+        cluster.settle();
+        assertEquals(1, cluster.job.getStatus().backoffCount, "one group restart");
+        assertNotNull(cluster.podGroup, "the gang stays through the restart");
+        assertTrue(cluster.pods.values().stream().allMatch(p -> "sp".equals(p.getSpec().getSchedulerName())), "the new group too");
+    }
+
+    @Test
+    void aMissingPodGroupApiKeepsTheJobWaitingAndSaysWhy() {
+        KubeflowCluster cluster = job(new GangScheduler.Volcano(), "{}");
+        cluster.podGroupApi = false;
+        Plan<PyTorchJobStatus> plan = cluster.reconcile();
+        assertTrue(plan.podsToCreate().isEmpty() && plan.objectsToApply().isEmpty());
+        assertEquals(List.of("PyTorchJob j waits: the gang scheduler volcano is set, and its PodGroup API (scheduling.volcano.sh/v1beta1)"
+                + " is not installed in the cluster; the pods are created once it is."),
+                events(plan, "SchedulerUnavailable").stream().map(Plan.JobEvent::message).toList());
+    }
+
+    @Test
+    void aTemplateNamingAnotherSchedulerKeepsItAndIsSaid() {
+        KubeflowCluster cluster = new KubeflowCluster("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: j}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master: {template: {spec: {schedulerName: my-scheduler, containers: [{name: pytorch, image: x}]}}}
+                """);
+        cluster.gangScheduler = Optional.of(new GangScheduler.SchedulerPlugins("sp"));
+        Plan<PyTorchJobStatus> plan = cluster.reconcile();
+        assertEquals("my-scheduler", plan.podsToCreate().get(0).getSpec().getSchedulerName());
+        assertEquals(1, events(plan, "SetPodTemplateSchedulerName").size());
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Provisions the gang schedulers of the real-cluster test tier, at the versions in versions.env, built
+# from their Go modules and cached in $CONTROL_PLANE_CACHE next to the control plane: Volcano's scheduler
+# and controller manager, and scheduler-plugins' kube-scheduler (with the coscheduling plugin). Both
+# modules pin Kubernetes' modules with replace directives, which `go install module@version` refuses:
+# each is built inside a writable copy of its module. Prints four lines: the Volcano binaries' folder,
+# Volcano's module (its CRDs), the scheduler-plugins binary, scheduler-plugins' module (its CRDs).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
+log() { printf '[gang-schedulers] %s\n' "$*" >&2; }
+
+command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the gang schedulers from their modules"; exit 1; }
+export GOTOOLCHAIN=local
+
+# module_dir MODULE VERSION: the module's folder in Go's module cache, downloaded when missing.
+module_dir() {
+  (cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "$1@v$2" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
+}
+
+# build NAME MODULE_DIR OUT PACKAGE...: go build of each package (./cmd/X -> OUT/X) in a writable copy.
+build() {
+  local name=$1 module=$2 out=$3 work pkg start
+  shift 3
+  [ -f "$out/.complete" ] && return 0
+  start=$(date +%s)
+  log "building $name from its Go module (minutes on a cold machine)"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/gang-build.XXXXXX")
+  cp -r "$module/." "$work/" && chmod -R u+w "$work"
+  mkdir -p "$out"
+  for pkg in "$@"; do
+    (cd "$work" && CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath -buildvcs=false" go build -ldflags="-s -w" -o "$out/$(basename "$pkg")" "$pkg")
+  done
+  rm -rf "$work"
+  touch "$out/.complete"
+  log "$name built in $(( $(date +%s) - start )) s"
+}
+
+volcano=$(module_dir volcano.sh/volcano "$VOLCANO_VERSION")
+[ -f "$volcano/config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml" ] || { log "no PodGroup CRD in $volcano"; exit 1; }
+volcano_bin="$cache/volcano-$VOLCANO_VERSION/bin"
+build "Volcano $VOLCANO_VERSION" "$volcano" "$volcano_bin" ./cmd/scheduler ./cmd/controller-manager
+
+plugins=$(module_dir sigs.k8s.io/scheduler-plugins "$SCHEDULER_PLUGINS_VERSION")
+[ -f "$plugins/manifests/coscheduling/crd.yaml" ] || { log "no PodGroup CRD in $plugins"; exit 1; }
+plugins_bin="$cache/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION/bin"
+build "scheduler-plugins $SCHEDULER_PLUGINS_VERSION" "$plugins" "$plugins_bin" ./cmd/scheduler
+
+echo "$volcano_bin"
+echo "$volcano"
+echo "$plugins_bin/scheduler"
+echo "$plugins"
