@@ -73,6 +73,32 @@ class RealNodeFaultsIT {
                 """.formatted(EPOCHS, env, limits), state(state));
     }
 
+    /**
+     * Kubeflow's kind: a Master and two Workers under one restart policy, training as {@link #worker} does
+     * ({@code env} added, {@code limits} a YAML flow map), their folder on the node's disk.
+     */
+    static String kubeflowJob(String policy, Path state, String env, String limits) {
+        String container = """
+                      template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
+                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}%s],
+                        resources: {requests: {cpu: 250m}, limits: %s}, volumeMounts: [{name: state, mountPath: /state}]}],
+                        volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
+                """.formatted(EPOCHS, env, limits, state);
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: kf}
+                spec:
+                  runPolicy: {backoffLimit: 2}
+                  pytorchReplicaSpecs:
+                    Master:
+                      restartPolicy: %s
+                %s    Worker:
+                      replicas: 2
+                      restartPolicy: %s
+                %s""".formatted(policy, container, policy, container);
+    }
+
     static String state(Path folder) {
         return "volumes: [{name: state, hostPath: {path: " + folder + ", type: DirectoryOrCreate}}]\n";
     }
@@ -190,25 +216,8 @@ class RealNodeFaultsIT {
     void aKubeflowRankWhoseCodeRaisesFailsTheJobNamingItAndTheCountsFollowThePods() {
         String ns = install.namespace("kf-raises");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        String container = """
-                      template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
-                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: RAISE_IN_EPOCH, value: "3"}, {name: FAIL_RANKS, value: "1"}],
-                        resources: {requests: {cpu: 250m}}, volumeMounts: [{name: state, mountPath: /state}]}],
-                        volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
-                """.formatted(EPOCHS, state);
-        kubectl.runWithInput("""
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: {name: kf}
-                spec:
-                  runPolicy: {backoffLimit: 2}
-                  pytorchReplicaSpecs:
-                    Master:
-                      restartPolicy: ExitCode
-                %s    Worker:
-                      replicas: 2
-                      restartPolicy: ExitCode
-                %s""".formatted(container, container), "apply", "-n", ns, "-f", "-").orFail();
+        kubectl.runWithInput(kubeflowJob("ExitCode", state, ", {name: RAISE_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}",
+                "{}"), "apply", "-n", ns, "-f", "-").orFail();
         PyTorchJob failed = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
                 .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
                         j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
@@ -270,25 +279,7 @@ class RealNodeFaultsIT {
         String ns = install.namespace("kf-" + fault);
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
         String oom = fault.equals("oom") ? ", {name: OOM_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}" : "";
-        String container = """
-                      template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
-                        workingDir: /state, env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}%s],
-                        resources: {requests: {cpu: 250m}, limits: {memory: 512Mi}}, volumeMounts: [{name: state, mountPath: /state}]}],
-                        volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
-                """.formatted(EPOCHS, oom, state);
-        String manifest = """
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: {name: kf}
-                spec:
-                  runPolicy: {backoffLimit: 2}
-                  pytorchReplicaSpecs:
-                    Master:
-                      restartPolicy: OnFailure
-                %s    Worker:
-                      replicas: 2
-                      restartPolicy: OnFailure
-                %s""".formatted(container, container);
+        String manifest = kubeflowJob("OnFailure", state, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}" + oom, "{memory: 512Mi}");
         kubectl.runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
         awaitLogged(ns, "kf-master-0", fault.equals("oom") ? "all-reduce check" : "epoch 3/" + EPOCHS);
         Instant at = Instant.now();

@@ -20,6 +20,17 @@ class GangSchedulerTest {
     static final String TEMPLATE = "{spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: \"2\", memory: 4Gi}, "
             + "limits: {nvidia.com/gpu: 1}}}]}}";
 
+    /** A job whose Master's template names a scheduler of its own. */
+    static final String ANOTHER_SCHEDULER = """
+            apiVersion: kubeflow.org/v1
+            kind: PyTorchJob
+            metadata: {name: j}
+            spec:
+              pytorchReplicaSpecs:
+                Master: {template: {spec: {schedulerName: my-scheduler, containers: [{name: pytorch, image: x}]}}}
+                Worker: {template: {spec: {containers: [{name: pytorch, image: x}]}}}
+            """;
+
     static PyTorchJob job(String runPolicy) {
         return KubeflowModelTest.parse("""
                 apiVersion: kubeflow.org/v1
@@ -118,15 +129,7 @@ class GangSchedulerTest {
 
     @Test
     void aSchedulerTheUserNamedIsKeptAndSaid() {
-        PyTorchJob job = KubeflowModelTest.parse("""
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: {name: j}
-                spec:
-                  pytorchReplicaSpecs:
-                    Master: {template: {spec: {schedulerName: my-scheduler, containers: [{name: pytorch, image: x}]}}}
-                    Worker: {template: {spec: {containers: [{name: pytorch, image: x}]}}}
-                """);
+        PyTorchJob job = KubeflowModelTest.parse(ANOTHER_SCHEDULER);
         GangScheduler volcano = new GangScheduler.Volcano();
         assertEquals(List.of("Master"), volcano.typesWithAnotherScheduler(job));
         Pod master = KubeflowPodsTest.pods(job).get("j-master-0");

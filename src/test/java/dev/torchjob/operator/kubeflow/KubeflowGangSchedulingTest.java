@@ -145,14 +145,7 @@ class KubeflowGangSchedulingTest {
 
     @Test
     void aTemplateNamingAnotherSchedulerKeepsItAndIsSaid() {
-        KubeflowCluster cluster = new KubeflowCluster("""
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: {name: j}
-                spec:
-                  pytorchReplicaSpecs:
-                    Master: {template: {spec: {schedulerName: my-scheduler, containers: [{name: pytorch, image: x}]}}}
-                """);
+        KubeflowCluster cluster = new KubeflowCluster(GangSchedulerTest.ANOTHER_SCHEDULER);
         cluster.gangScheduler = Optional.of(new GangScheduler.SchedulerPlugins("sp"));
         Plan<PyTorchJobStatus> plan = cluster.reconcile();
         assertEquals("my-scheduler", plan.podsToCreate().get(0).getSpec().getSchedulerName());
