@@ -63,6 +63,14 @@ public class GangPodGroups {
                     scheduler.get().schedulerName(), kind.getGroup(), kind.getVersion());
             return Optional.empty();
         }
+        Optional<String> denied = deniedWatching(kind, context.getControllerConfiguration().getInformerConfig().getNamespaces());
+        if (denied.isPresent()) {
+            LOG.errorf("torchjob.gang-scheduler-name=%s: the operator may not %s; PyTorchJobs wait, creating no pods, until its RBAC"
+                    + " grants it (kubernetes/kubeflow/%s/rbac.yaml, or the Helm value kubeflow.gangSchedulerName) and the operator is"
+                    + " restarted", scheduler.get().schedulerName(), denied.get(),
+                    scheduler.get() instanceof GangScheduler.Volcano ? "volcano" : "scheduler-plugins");
+            return Optional.empty();
+        }
         var configuration = InformerEventSourceConfiguration.from(new GroupVersionKind(kind.getGroup(), kind.getVersion(), kind.getKind()),
                 PyTorchJob.class)
                 .withName(EVENT_SOURCE)
@@ -77,6 +85,26 @@ public class GangPodGroups {
         watched = true;
         LOG.infof("gang scheduler %s: watching %s PodGroups", scheduler.get().schedulerName(), kind.getGroup());
         return Optional.of(new InformerEventSource<>(configuration, context));
+    }
+
+    /**
+     * What the operator may not do with the PodGroups in the namespaces it watches ("list podgroups.scheduling.x-k8s.io
+     * in team-a"), or empty: an informer refused its list would fail the operator's start.
+     */
+    private Optional<String> deniedWatching(ResourceDefinitionContext kind, Set<String> namespaces) {
+        boolean all = namespaces.isEmpty() || namespaces.contains(io.javaoperatorsdk.operator.api.reconciler.Constants.WATCH_ALL_NAMESPACES);
+        for (String namespace : all ? Set.of("") : namespaces) {
+            for (String verb : new String[] {"list", "watch", "create", "patch", "delete"}) {
+                var review = new io.fabric8.kubernetes.api.model.authorization.v1.SelfSubjectAccessReviewBuilder().withNewSpec()
+                        .withNewResourceAttributes().withGroup(kind.getGroup()).withResource(kind.getPlural()).withVerb(verb)
+                        .withNamespace(namespace.isEmpty() ? null : namespace).endResourceAttributes().endSpec().build();
+                var answer = client.authorization().v1().selfSubjectAccessReview().create(review);
+                if (answer.getStatus() == null || !Boolean.TRUE.equals(answer.getStatus().getAllowed())) {
+                    return Optional.of(verb + " " + kind.getPlural() + "." + kind.getGroup() + (namespace.isEmpty() ? " in all namespaces" : " in " + namespace));
+                }
+            }
+        }
+        return Optional.empty();
     }
 
     /** The gang scheduler, whether its PodGroups are watched, and the job's PodGroup as the informer has it. */

@@ -1,0 +1,109 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.awaitility.Awaitility.await;
+
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+
+/**
+ * The real gang schedulers in the test control plane, built from their Go modules
+ * (tools/control-plane/gang-schedulers.sh) and run as processes on loopback with the administrator's
+ * kubeconfig: Volcano's scheduler and its controller manager (the queue controller opens the
+ * {@code default} queue the scheduler creates), with Volcano's own CRDs; scheduler-plugins'
+ * kube-scheduler with its coscheduling plugin, with its PodGroup CRD. Stopped by the tests that started them.
+ */
+final class GangSchedulers implements AutoCloseable {
+    static final ResourceDefinitionContext QUEUES = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
+            .withVersion("v1beta1").withKind("Queue").withPlural("queues").withNamespaced(false).build();
+    private static final List<String> VOLCANO = List.of("vc-scheduler", "vc-controller-manager");
+    /** The second scheduler's name, as scheduler-plugins' own install names it. */
+    static final String COSCHEDULING = "scheduler-plugins-scheduler";
+
+    private final ControlPlane cluster;
+
+    private GangSchedulers(ControlPlane cluster) {
+        this.cluster = cluster;
+    }
+
+    /** Volcano's CRDs installed, its scheduler and controller manager started; returns once the default queue is Open. */
+    static GangSchedulers volcano(ControlPlane cluster) {
+        List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
+        Path bin = Path.of(provisioned.get(0));
+        Path module = Path.of(provisioned.get(1));
+        GangSchedulers schedulers = new GangSchedulers(cluster);
+        try {
+            cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
+                    module.resolve("config/crd/volcano/bases").toString()).orFail();
+            String kubeconfig = "--kubeconfig=" + cluster.adminKubeconfig;
+            int schedulerHealth = ControlPlane.freePort();
+            cluster.start("vc-scheduler", List.of(bin.resolve("scheduler").toString(), kubeconfig, "--leader-elect=false",
+                    "--scheduler-name=volcano", "--listen-address=127.0.0.1:" + ControlPlane.freePort(),
+                    "--enable-healthz", "--healthz-address=127.0.0.1:" + schedulerHealth, "--cache-dumper=false"));
+            int controllerHealth = ControlPlane.freePort();
+            cluster.start("vc-controller-manager", List.of(bin.resolve("controller-manager").toString(), kubeconfig, "--leader-elect=false",
+                    "--controllers=queue-controller,pg-controller", "--listen-address=127.0.0.1:" + ControlPlane.freePort(),
+                    "--enable-healthz", "--healthz-address=127.0.0.1:" + controllerHealth));
+            cluster.awaitHttp("vc-scheduler", URI.create("http://127.0.0.1:" + schedulerHealth + "/healthz"));
+            cluster.awaitHttp("vc-controller-manager", URI.create("http://127.0.0.1:" + controllerHealth + "/healthz"));
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(250)).until(() -> {
+                GenericKubernetesResource queue = cluster.admin().genericKubernetesResources(QUEUES).withName("default").get();
+                Object status = queue == null ? null : queue.getAdditionalProperties().get("status");
+                return status instanceof java.util.Map<?, ?> map && "Open".equals(map.get("state"));
+            });
+        } catch (IOException | RuntimeException e) {
+            schedulers.close();
+            throw new AssertionError("Volcano did not start: " + e.getMessage() + " (logs in " + cluster.work.resolve("logs") + ")", e);
+        }
+        return schedulers;
+    }
+
+    /**
+     * scheduler-plugins' kube-scheduler as a second scheduler named {@link #COSCHEDULING}, its Coscheduling
+     * plugin on (queue sort and permit, as the project's own coscheduling config), with its PodGroup CRD.
+     */
+    static GangSchedulers coscheduling(ControlPlane cluster) {
+        List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
+        Path binary = Path.of(provisioned.get(2));
+        Path module = Path.of(provisioned.get(3));
+        GangSchedulers schedulers = new GangSchedulers(cluster);
+        try {
+            cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
+                    module.resolve("manifests/coscheduling/crd.yaml").toString()).orFail();
+            Path config = cluster.work.resolve("coscheduling.yaml");
+            java.nio.file.Files.writeString(config, """
+                    apiVersion: kubescheduler.config.k8s.io/v1
+                    kind: KubeSchedulerConfiguration
+                    leaderElection: {leaderElect: false}
+                    clientConnection: {kubeconfig: %s}
+                    profiles:
+                    - schedulerName: %s
+                      plugins:
+                        multiPoint: {enabled: [{name: Coscheduling}]}
+                        queueSort: {enabled: [{name: Coscheduling}], disabled: [{name: "*"}]}
+                      pluginConfig:
+                      - name: Coscheduling
+                        args: {permitWaitingTimeSeconds: 10}
+                    """.formatted(cluster.adminKubeconfig, COSCHEDULING));
+            int port = ControlPlane.freePort();
+            cluster.start(COSCHEDULING, List.of(binary.toString(), "--config=" + config, "--secure-port=" + port,
+                    "--bind-address=127.0.0.1"));
+            cluster.awaitHttp(COSCHEDULING, URI.create("https://127.0.0.1:" + port + "/healthz"));
+        } catch (IOException | RuntimeException e) {
+            schedulers.close();
+            throw new AssertionError("scheduler-plugins did not start: " + e.getMessage() + " (logs in " + cluster.work.resolve("logs") + ")", e);
+        }
+        return schedulers;
+    }
+
+    @Override
+    public void close() {
+        VOLCANO.forEach(cluster::stopProcess);
+        cluster.stopProcess(COSCHEDULING);
+    }
+}

@@ -1,0 +1,191 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.kubeflow.KubeflowConditions;
+import dev.torchjob.operator.reconciler.OperatorHarness;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+
+/**
+ * Two PyTorchJobs that each fit alone but not together, on two kwok nodes of 1000 CPUs with pods of
+ * 600: without a gang scheduler the default scheduler places both masters and neither job can run
+ * (the deadlock); with Volcano, and with scheduler-plugins' coscheduling, one job runs whole and the
+ * other has no pod placed until the first ends. Both jobs are submitted while the nodes are full (a blocker pod on each), so that when room
+ * comes every pod is pending at once: the masters (priority 1000, which preempts nothing) before the workers.
+ */
+class GangSchedulingIT {
+    static final Duration WAIT = Duration.ofSeconds(90);
+    /** Long enough for any scheduler to have placed what it would place. */
+    static final Duration SETTLED = Duration.ofSeconds(5);
+    static final List<String> NODES = List.of("kwok-node-6", "kwok-node-7");
+    static final ResourceDefinitionContext PLUGINS_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
+            .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+    static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
+            .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+    static OperatorInstall install;
+    static KubernetesClient admin;
+
+    @BeforeAll
+    static void cluster() throws InterruptedException {
+        install = OperatorInstall.get();
+        admin = install.cluster.admin();
+        install.stopSharedOperator(); // each test runs its own, with or without a gang scheduler
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
+        install.cluster.kubectl().runWithInput("""
+                apiVersion: scheduling.k8s.io/v1
+                kind: PriorityClass
+                metadata: {name: gang-test-master}
+                value: 1000
+                preemptionPolicy: Never
+                """, "apply", "--server-side", "-f", "-").orFail();
+    }
+
+    @AfterAll
+    static void backToTheSharedOperator() {
+        install.operator();
+    }
+
+    /** A master (priority 1000) and one worker, 600 CPUs each, only on {@link #NODES}. */
+    static String job(String name) {
+        String affinity = "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
+                + "[{key: kubernetes.io/hostname, operator: In, values: [" + String.join(", ", NODES) + "]}]}]}}}";
+        String container = "containers: [{name: pytorch, image: torch, resources: {requests: {cpu: \"600\"}}}]";
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: %1$s}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master:
+                      template: {spec: {priorityClassName: gang-test-master, affinity: %2$s, %3$s}}
+                    Worker:
+                      replicas: 1
+                      template: {spec: {affinity: %2$s, %3$s}}
+                """.formatted(name, affinity, container);
+    }
+
+    /** A pod bound to each node, holding 600 of its CPUs. */
+    static void fillTheNodes(String namespace) {
+        for (String node : NODES) {
+            admin.pods().inNamespace(namespace).resource(new PodBuilder().withNewMetadata().withName("blocker-" + node).endMetadata()
+                    .withNewSpec().withNodeName(node).addNewContainer().withName("c").withImage("x").withNewResources()
+                    .addToRequests("cpu", new Quantity("600")).endResources().endContainer().endSpec().build()).create();
+        }
+    }
+
+    static void freeTheNodes(String namespace) {
+        for (String node : NODES) {
+            admin.pods().inNamespace(namespace).withName("blocker-" + node).withGracePeriod(0).delete();
+        }
+        await().atMost(WAIT).until(() -> NODES.stream().allMatch(n -> admin.pods().inNamespace(namespace).withName("blocker-" + n).get() == null));
+    }
+
+    static boolean placed(OperatorHarness cluster, String pod) {
+        Pod p = cluster.pod(pod);
+        return p != null && p.getSpec().getNodeName() != null;
+    }
+
+    @Test
+    void withoutAGangSchedulerTwoJobsThatFitAloneButNotTogetherDeadlock() throws Exception {
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("no-gang");
+            fillTheNodes(cluster.namespace);
+            cluster.submitPyTorchJob(job("a"));
+            cluster.submitPyTorchJob(job("b"));
+            cluster.awaitPodNames("a-master-0", "a-worker-0", "b-master-0", "b-worker-0", "blocker-kwok-node-6", "blocker-kwok-node-7");
+            freeTheNodes(cluster.namespace);
+            await().atMost(WAIT).until(() -> placed(cluster, "a-master-0") && placed(cluster, "b-master-0"));
+            Thread.sleep(SETTLED.toMillis());
+            assertTrue(!placed(cluster, "a-worker-0") && !placed(cluster, "b-worker-0"),
+                    "each job holds a node with its master, and neither can ever start its worker");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    @Test
+    void withVolcanoOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
+        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
+            OperatorHarness cluster = install.harness("volcano");
+            oneRunsWholeAndTheOtherWaits(cluster, VOLCANO_POD_GROUPS, "volcano",
+                    Map.of("minMember", 2, "queue", "default", "minResources", Map.of("cpu", "1200")));
+        }
+    }
+
+    @Test
+    void withCoschedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
+        try (GangSchedulers coscheduling = GangSchedulers.coscheduling(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", GangSchedulers.COSCHEDULING), true)) {
+            OperatorHarness cluster = install.harness("coscheduling");
+            oneRunsWholeAndTheOtherWaits(cluster, PLUGINS_POD_GROUPS, GangSchedulers.COSCHEDULING,
+                    Map.of("minMember", 2, "minResources", Map.of("cpu", "1200")));
+        }
+    }
+
+    /**
+     * Jobs a and b submitted while the nodes are full: each gets its PodGroup, its pods go to the gang
+     * scheduler and none is placed; once the nodes are free one job runs whole and the other has no pod
+     * placed; once the first ends (its PodGroup deleted with its end) the second runs whole.
+     */
+    void oneRunsWholeAndTheOtherWaits(OperatorHarness cluster, ResourceDefinitionContext podGroups, String schedulerName,
+            Map<String, Object> podGroupSpec) throws InterruptedException {
+        fillTheNodes(cluster.namespace);
+        cluster.submitPyTorchJob(job("a"));
+        cluster.submitPyTorchJob(job("b"));
+        for (String job : List.of("a", "b")) {
+            GenericKubernetesResource podGroup = await().atMost(WAIT).until(
+                    () -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(job).get(), pg -> pg != null);
+            assertEquals(podGroupSpec, podGroup.getAdditionalProperties().get("spec"));
+        }
+        cluster.awaitPodNames("a-master-0", "a-worker-0", "b-master-0", "b-worker-0", "blocker-kwok-node-6", "blocker-kwok-node-7");
+        for (String pod : List.of("a-master-0", "a-worker-0", "b-master-0", "b-worker-0")) {
+            assertEquals(schedulerName, cluster.pod(pod).getSpec().getSchedulerName());
+        }
+        KubeflowCondition waiting = await().atMost(WAIT).until(() -> cluster.pytorchJob("a").getStatus().conditions.stream()
+                .filter(c -> KubeflowConditions.REPLICA_CANNOT_START.equals(c.type)).findFirst().orElse(null),
+                c -> c != null && "True".equals(c.status));
+        System.out.println(schedulerName + ": a gang that cannot be placed, on the job: " + waiting.reason + ": " + waiting.message);
+
+        freeTheNodes(cluster.namespace);
+        await().atMost(WAIT).until(() -> placed(cluster, "a-master-0") && placed(cluster, "a-worker-0")
+                || placed(cluster, "b-master-0") && placed(cluster, "b-worker-0"));
+        Thread.sleep(SETTLED.toMillis());
+        String first = placed(cluster, "a-master-0") && placed(cluster, "a-worker-0") ? "a" : "b";
+        String second = first.equals("a") ? "b" : "a";
+        assertTrue(placed(cluster, first + "-master-0") && placed(cluster, first + "-worker-0"), first + " runs whole");
+        assertTrue(!placed(cluster, second + "-master-0") && !placed(cluster, second + "-worker-0"), second + " has no pod placed");
+
+        KwokKubelet kubelet = new KwokKubelet(admin, cluster.namespace);
+        kubelet.run(first + "-master-0");
+        kubelet.run(first + "-worker-0");
+        cluster.awaitState(first, "Running");
+        kubelet.exit(first + "-master-0", 0);
+        cluster.awaitState(first, "Succeeded");
+        await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get() == null);
+        kubelet.exit(first + "-worker-0", 0);
+        await().atMost(WAIT).until(() -> placed(cluster, second + "-master-0") && placed(cluster, second + "-worker-0"));
+        kubelet.run(second + "-master-0");
+        kubelet.run(second + "-worker-0");
+        PyTorchJob running = cluster.awaitState(second, "Running");
+        assertEquals(0, running.getStatus().backoffCount, "waiting for the gang counted nothing");
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+}
