@@ -129,6 +129,35 @@ class GangSchedulingIT {
         }
     }
 
+    /**
+     * {@code minAvailable: 1} below the job's two pods: with one node full, Volcano places the master alone
+     * (the gang is one pod) and the worker waits; deleting the job leaves no PodGroup (it is owned by the job).
+     */
+    @Test
+    void withVolcanoMinAvailableBelowTheReplicasStartsPartlyAndDeletionLeavesNoPodGroup() throws Exception {
+        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
+            OperatorHarness cluster = install.harness("volcano-min");
+            admin.pods().inNamespace(cluster.namespace).resource(new PodBuilder().withNewMetadata().withName("blocker").endMetadata()
+                    .withNewSpec().withNodeName(NODES.get(0)).addNewContainer().withName("c").withImage("x").withNewResources()
+                    .addToRequests("cpu", new Quantity("600")).endResources().endContainer().endSpec().build()).create();
+            cluster.submitPyTorchJob(job("m").replace("spec:\n", "spec:\n  runPolicy: {schedulingPolicy: {minAvailable: 1}}\n"));
+            GenericKubernetesResource podGroup = await().atMost(WAIT).until(
+                    () -> admin.genericKubernetesResources(VOLCANO_POD_GROUPS).inNamespace(cluster.namespace).withName("m").get(),
+                    pg -> pg != null);
+            assertEquals(Map.of("minMember", 1, "queue", "default", "minResources", Map.of("cpu", "600")),
+                    podGroup.getAdditionalProperties().get("spec"), "the first pod's requests, the master's");
+            await().atMost(WAIT).until(() -> placed(cluster, "m-master-0"));
+            Thread.sleep(SETTLED.toMillis());
+            assertTrue(!placed(cluster, "m-worker-0"), "no room for the worker; the gang of one started without it");
+            cluster.awaitPyTorchJob("m", j -> j.getStatus() != null && j.getStatus().conditions != null);
+            admin.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("m").delete();
+            await().atMost(WAIT).until(() -> admin.genericKubernetesResources(VOLCANO_POD_GROUPS).inNamespace(cluster.namespace)
+                    .withName("m").get() == null);
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     @Test
     void withCoschedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
         install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
