@@ -165,8 +165,10 @@ final class GroupRestarts {
 
     /**
      * The grace period a pod of the old group is stopped within: {@link #SURVIVOR_GRACE_SECONDS} at most, for a
-     * survivor and for a pod someone deleted with a longer one (a rank blocked in a collective runs no SIGTERM
-     * handler, and the new pod of its name waits for it); null for one whose containers ended already.
+     * survivor and for one the kubelet restarted in place, the cause too (a rank importing PyTorch, waiting at a
+     * rendezvous or blocked in a collective runs no SIGTERM handler, and the new pod of its name waits for it);
+     * null for one whose containers ended already. A pod someone else deleted keeps that deletion's grace: the
+     * kubelet does not shorten a stop under way (docs/decisions.md).
      */
     static Long stopGrace(Pod pod) {
         if (Pods.replicaPhase(pod).isFinished()) {
