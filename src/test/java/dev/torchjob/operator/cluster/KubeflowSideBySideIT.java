@@ -1,0 +1,217 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+
+/**
+ * The same PyTorchJob manifests under Kubeflow's own training-operator v1.9.4 and under this operator,
+ * each started with the same {@code --gang-scheduler-name} on the same control plane, the real gang
+ * scheduler running: the PodGroups and the pods' scheduling fields must be the same, apart from the
+ * additions docs/kubeflow.md names (asserted here as exactly those).
+ */
+class KubeflowSideBySideIT {
+    static final Duration WAIT = Duration.ofSeconds(90);
+    static final List<String> JOBS = List.of("plain", "policy");
+    static final List<String> PODS = List.of("plain-master-0", "plain-worker-0", "plain-worker-1",
+            "policy-master-0", "policy-worker-0", "policy-worker-1");
+    static OperatorInstall install;
+    static KubernetesClient admin;
+
+    @BeforeAll
+    static void cluster() throws InterruptedException {
+        install = OperatorInstall.get();
+        admin = install.cluster.admin();
+        install.stopSharedOperator(); // one operator at a time acts on PyTorchJobs
+        install.cluster.kubectl().runWithInput("""
+                apiVersion: scheduling.k8s.io/v1
+                kind: PriorityClass
+                metadata: {name: side-by-side-master}
+                value: 1000
+                preemptionPolicy: Never
+                """, "apply", "--server-side", "-f", "-").orFail();
+    }
+
+    @AfterAll
+    static void backToTheSharedOperator() {
+        install.operator();
+    }
+
+    /**
+     * Two jobs: one without a scheduling policy; one with every field of it, a master of higher priority
+     * and a container that only limits memory (requests defaulted from limits at admission).
+     */
+    static String manifests() {
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: plain}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master:
+                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1", memory: 1Gi}}}]}}
+                    Worker:
+                      replicas: 2
+                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "2"}}}]}}
+                ---
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: policy, annotations: {team.example.com/owner: vision}}
+                spec:
+                  runPolicy:
+                    schedulingPolicy: {minAvailable: 2, queue: default, priorityClass: side-by-side-master, scheduleTimeoutSeconds: 120}
+                  pytorchReplicaSpecs:
+                    Master:
+                      template: {spec: {priorityClassName: side-by-side-master, containers: [{name: pytorch, image: torch,
+                        resources: {requests: {cpu: "1"}, limits: {cpu: "2", memory: 1Gi}}}]}}
+                    Worker:
+                      replicas: 2
+                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                """;
+    }
+
+    @Test
+    void withVolcanoBothOperatorsMakeTheSamePodGroupsAndPods() throws Exception {
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
+        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster)) {
+            Made kubeflow = underKubeflow("volcano", GangSchedulingIT.VOLCANO_POD_GROUPS);
+            Made ours = underThisOperator("volcano", GangSchedulingIT.VOLCANO_POD_GROUPS);
+            assertSame(kubeflow, ours);
+        }
+    }
+
+    @Test
+    void withSchedulerPluginsBothOperatorsMakeTheSamePodGroupsAndPods() throws Exception {
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
+        try (GangSchedulers coscheduling = GangSchedulers.coscheduling(install.cluster)) {
+            Made kubeflow = underKubeflow(GangSchedulers.COSCHEDULING, GangSchedulingIT.PLUGINS_POD_GROUPS);
+            Made ours = underThisOperator(GangSchedulers.COSCHEDULING, GangSchedulingIT.PLUGINS_POD_GROUPS);
+            assertSame(kubeflow, ours);
+        }
+    }
+
+    /** What one operator made of {@link #manifests()}: each PodGroup and each pod, reduced to the fields compared. */
+    record Made(Map<String, Map<String, Object>> podGroups, Map<String, Map<String, Object>> pods) {
+    }
+
+    Made underKubeflow(String gangSchedulerName, ResourceDefinitionContext podGroups) {
+        String namespace = install.namespace("kubeflow-" + gangSchedulerName.substring(0, 7));
+        try (KubeflowTrainingOperator kubeflow = KubeflowTrainingOperator.start(install.cluster, namespace, gangSchedulerName)) {
+            return madeIn(namespace, podGroups);
+        }
+    }
+
+    Made underThisOperator(String gangSchedulerName, ResourceDefinitionContext podGroups) throws InterruptedException {
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", gangSchedulerName), true)) {
+            return madeIn(install.namespace("ours-" + gangSchedulerName.substring(0, 7)), podGroups);
+        }
+    }
+
+    /** Submits the manifests, waits for every PodGroup and pod, reads them, and deletes the jobs (with what they own). */
+    static Made madeIn(String namespace, ResourceDefinitionContext podGroupKind) {
+        install.cluster.kubectl().runWithInput(manifests(), "create", "-n", namespace, "-f", "-").orFail();
+        Map<String, Map<String, Object>> podGroups = new TreeMap<>();
+        for (String job : JOBS) {
+            GenericKubernetesResource podGroup = await().atMost(WAIT).until(
+                    () -> admin.genericKubernetesResources(podGroupKind).inNamespace(namespace).withName(job).get(), pg -> pg != null);
+            podGroups.put(job, comparedFields(podGroup));
+        }
+        Map<String, Map<String, Object>> pods = new TreeMap<>();
+        for (String name : PODS) {
+            Pod pod = await().atMost(WAIT).until(() -> admin.pods().inNamespace(namespace).withName(name).get(), p -> p != null);
+            pods.put(name, comparedFields(pod));
+        }
+        admin.resources(PyTorchJob.class).inNamespace(namespace).delete();
+        await().atMost(WAIT).until(() -> admin.resources(PyTorchJob.class).inNamespace(namespace).list().getItems().isEmpty());
+        admin.namespaces().withName(namespace).delete();
+        return new Made(podGroups, pods);
+    }
+
+    static Map<String, Object> comparedFields(GenericKubernetesResource podGroup) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("labels", podGroup.getMetadata().getLabels());
+        fields.put("annotations", podGroup.getMetadata().getAnnotations());
+        fields.put("ownerReferences", podGroup.getMetadata().getOwnerReferences().stream().map(KubeflowSideBySideIT::withoutUid).toList());
+        fields.put("spec", podGroup.getAdditionalProperties().get("spec"));
+        return fields;
+    }
+
+    static Map<String, Object> comparedFields(Pod pod) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("labels", pod.getMetadata().getLabels());
+        fields.put("annotations", pod.getMetadata().getAnnotations());
+        fields.put("schedulerName", pod.getSpec().getSchedulerName());
+        fields.put("priorityClassName", pod.getSpec().getPriorityClassName());
+        return fields;
+    }
+
+    static String withoutUid(OwnerReference owner) {
+        return owner.getApiVersion() + " " + owner.getKind() + " " + owner.getName() + " controller=" + owner.getController()
+                + " blockOwnerDeletion=" + owner.getBlockOwnerDeletion();
+    }
+
+    /**
+     * This operator's Made with its documented additions (docs/kubeflow.md) taken away, each asserted to be
+     * there: the older pod labels and the default-container annotation; its PodGroups' labels (its
+     * informer watches only its own); a resource only limited counted in {@code minResources}.
+     */
+    static Made withoutTheDocumentedAdditions(Made ours) {
+        Map<String, Map<String, Object>> podGroups = new TreeMap<>();
+        ours.podGroups().forEach((job, fields) -> {
+            Map<String, Object> copy = new LinkedHashMap<>(fields);
+            copy.put("labels", without(copy.get("labels"), Map.of("controller-name", "pytorch-operator", "job-name", job,
+                    "training.kubeflow.org/job-name", job, "training.kubeflow.org/operator-name", "pytorchjob-controller")));
+            if (job.equals("policy")) {
+                Map<String, Object> spec = new LinkedHashMap<>(asMap(copy.get("spec")));
+                spec.put("minResources", without(spec.get("minResources"), Map.of("memory", "1Gi")));
+                copy.put("spec", spec);
+            }
+            podGroups.put(job, copy);
+        });
+        Map<String, Map<String, Object>> pods = new TreeMap<>();
+        ours.pods().forEach((pod, fields) -> {
+            Map<String, Object> copy = new LinkedHashMap<>(fields);
+            String job = pod.substring(0, pod.indexOf('-'));
+            copy.put("labels", without(copy.get("labels"), Map.of("controller-name", "pytorch-operator", "job-name", job)));
+            copy.put("annotations", without(copy.get("annotations"), Map.of("kubectl.kubernetes.io/default-container", "pytorch")));
+            pods.put(pod, copy);
+        });
+        return new Made(podGroups, pods);
+    }
+
+    /** The map without these entries, each asserted to be in it with that value. */
+    static Map<String, Object> without(Object map, Map<String, String> entries) {
+        Map<String, Object> rest = new TreeMap<>(asMap(map));
+        entries.forEach((key, value) -> assertEquals(value, String.valueOf(rest.remove(key)), key + " in " + map));
+        return rest;
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> asMap(Object map) {
+        return map == null ? Map.of() : (Map<String, Object>) map;
+    }
+
+    static void assertSame(Made kubeflow, Made ours) {
+        System.out.println("Kubeflow's training-operator made: " + kubeflow);
+        System.out.println("this operator made:                " + ours);
+        Made comparable = withoutTheDocumentedAdditions(ours);
+        assertEquals(kubeflow.pods(), comparable.pods(), "the pods' scheduling fields");
+        assertEquals(kubeflow.podGroups(), comparable.podGroups(), "the PodGroups");
+    }
+}

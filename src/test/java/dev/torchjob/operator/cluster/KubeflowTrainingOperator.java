@@ -1,0 +1,79 @@
+package dev.torchjob.operator.cluster;
+
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+
+import io.fabric8.kubernetes.api.model.Secret;
+import io.fabric8.kubernetes.api.model.SecretBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+/**
+ * Kubeflow's own training-operator v1 (tools/control-plane/kubeflow-training-operator.sh) as a process
+ * on the test control plane, for Kubeflow's behaviour first-hand: PyTorchJob only, watching one
+ * namespace, with the administrator's kubeconfig. Stop this operator while it runs: both would act on
+ * the same jobs.
+ */
+final class KubeflowTrainingOperator implements AutoCloseable {
+    static final String PROCESS = "kubeflow-training-operator";
+    /** Fixed in its code (pkg/cert): where a pod would mount the webhook certificate's Secret. */
+    private static final Path CERTS = Path.of("/tmp/k8s-webhook-server/serving-certs");
+    private static final String CERT_SECRET = "training-operator-webhook-cert";
+
+    private final ControlPlane cluster;
+
+    private KubeflowTrainingOperator(ControlPlane cluster) {
+        this.cluster = cluster;
+    }
+
+    /**
+     * Started on {@code namespace} with {@code --gang-scheduler-name} (none when null); returns once it
+     * is ready, its controllers registered.
+     */
+    static KubeflowTrainingOperator start(ControlPlane cluster, String namespace, String gangSchedulerName) {
+        Path binary = Path.of(ControlPlane.provisioned("kubeflow-training-operator.sh").get(0));
+        KubernetesClient admin = cluster.admin();
+        KubeflowTrainingOperator operator = new KubeflowTrainingOperator(cluster);
+        try {
+            // It registers its controllers only once its webhook certificate is in place: its rotator fills
+            // a Secret it expects to exist, then waits for the files a pod would mount from that Secret.
+            admin.secrets().inNamespace(namespace).resource(new SecretBuilder().withNewMetadata().withName(CERT_SECRET)
+                    .endMetadata().build()).create();
+            int probes = ControlPlane.freePort();
+            List<String> command = new ArrayList<>(List.of("env", "MY_POD_NAMESPACE=" + namespace, binary.toString(),
+                    "--kubeconfig=" + cluster.adminKubeconfig, "--enable-scheme=pytorchjob", "--namespace=" + namespace,
+                    "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + probes,
+                    "--webhook-server-port=" + ControlPlane.freePort()));
+            if (gangSchedulerName != null) {
+                command.add("--gang-scheduler-name=" + gangSchedulerName);
+            }
+            cluster.start(PROCESS, command);
+            Secret certificate = await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).until(
+                    () -> admin.secrets().inNamespace(namespace).withName(CERT_SECRET).get(),
+                    s -> s.getData() != null && s.getData().containsKey("tls.crt"));
+            Files.createDirectories(CERTS);
+            for (Map.Entry<String, String> file : certificate.getData().entrySet()) {
+                Files.write(CERTS.resolve(file.getKey()), Base64.getDecoder().decode(file.getValue()));
+            }
+            cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + probes + "/readyz"));
+        } catch (IOException | RuntimeException e) {
+            operator.close();
+            throw new AssertionError("Kubeflow's training-operator did not start: " + e.getMessage() + " (logs in "
+                    + cluster.work.resolve("logs") + ")", e);
+        }
+        return operator;
+    }
+
+    @Override
+    public void close() {
+        cluster.stopProcess(PROCESS);
+    }
+}
