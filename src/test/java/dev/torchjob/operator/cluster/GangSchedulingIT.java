@@ -158,6 +158,99 @@ class GangSchedulingIT {
         }
     }
 
+    /**
+     * A worker killed (exit 137) with restarts left: the whole group starts anew under the same PodGroup,
+     * its new pods handed to Volcano again and placed together; the restart is counted once.
+     */
+    @Test
+    void withVolcanoAGroupRestartKeepsTheGang() throws Exception {
+        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
+            OperatorHarness cluster = install.harness("volcano-restart");
+            cluster.submitPyTorchJob("""
+                    apiVersion: kubeflow.org/v1
+                    kind: PyTorchJob
+                    metadata: {name: r}
+                    spec:
+                      runPolicy: {backoffLimit: 3}
+                      pytorchReplicaSpecs:
+                        Master:
+                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                        Worker:
+                          replicas: 1
+                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                    """);
+            GenericKubernetesResource podGroup = awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "r");
+            await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
+            cluster.kubelet.run("r-master-0");
+            cluster.kubelet.run("r-worker-0");
+            cluster.awaitState("r", "Running");
+            String masterUid = cluster.pod("r-master-0").getMetadata().getUid();
+            String workerUid = cluster.pod("r-worker-0").getMetadata().getUid();
+
+            cluster.kubelet.exit("r-worker-0", 137);
+            Pod master = cluster.awaitNewPod("r-master-0", masterUid);
+            Pod worker = cluster.awaitNewPod("r-worker-0", workerUid);
+            for (Pod pod : List.of(master, worker)) {
+                assertEquals("volcano", pod.getSpec().getSchedulerName(), pod.getMetadata().getName());
+                assertEquals("r", pod.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"), pod.getMetadata().getName());
+            }
+            await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
+            GenericKubernetesResource after = awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "r");
+            assertEquals(podGroup.getMetadata().getUid(), after.getMetadata().getUid(), "the same PodGroup");
+            assertEquals(2, spec(after).get("minMember"));
+            cluster.kubelet.run("r-master-0");
+            cluster.kubelet.run("r-worker-0");
+            assertEquals(1, cluster.awaitState("r", "Running").getStatus().backoffCount, "one group restart");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    /**
+     * An elastic job scaled from two workers to three ({@code kubectl scale}, as an autoscaler would): the
+     * PodGroup's {@code minMember} follows, and Volcano places the third worker beside the running two.
+     */
+    @Test
+    void withVolcanoElasticScalingMovesMinMember() throws Exception {
+        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
+            OperatorHarness cluster = install.harness("volcano-elastic");
+            cluster.submitPyTorchJob("""
+                    apiVersion: kubeflow.org/v1
+                    kind: PyTorchJob
+                    metadata: {name: e}
+                    spec:
+                      elasticPolicy: {minReplicas: 1, maxReplicas: 3, rdzvBackend: c10d}
+                      pytorchReplicaSpecs:
+                        Worker:
+                          replicas: 2
+                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                    """);
+            assertEquals(2, spec(awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "e")).get("minMember"));
+            await().atMost(WAIT).until(() -> placed(cluster, "e-worker-0") && placed(cluster, "e-worker-1"));
+            cluster.kubelet.run("e-worker-0");
+            cluster.kubelet.run("e-worker-1");
+            cluster.awaitState("e", "Running");
+
+            install.cluster.kubectl().run("scale", "pytorchjob/e", "-n", cluster.namespace, "--replicas=3").orFail();
+            await().atMost(WAIT).until(() -> Integer.valueOf(3).equals(spec(awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "e")).get("minMember")));
+            await().atMost(WAIT).until(() -> placed(cluster, "e-worker-2"));
+            cluster.kubelet.run("e-worker-2");
+            assertEquals(0, cluster.awaitState("e", "Running").getStatus().backoffCount, "scaling is not a restart");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    static GenericKubernetesResource awaitPodGroup(OperatorHarness cluster, ResourceDefinitionContext kind, String job) {
+        return await().atMost(WAIT).until(() -> admin.genericKubernetesResources(kind).inNamespace(cluster.namespace).withName(job).get(),
+                pg -> pg != null);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> spec(GenericKubernetesResource podGroup) {
+        return (Map<String, Object>) podGroup.getAdditionalProperties().get("spec");
+    }
+
     @Test
     void withCoschedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
         install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
@@ -192,6 +285,7 @@ class GangSchedulingIT {
                 .filter(c -> KubeflowConditions.REPLICA_CANNOT_START.equals(c.type)).findFirst().orElse(null),
                 c -> c != null && "True".equals(c.status));
         System.out.println(schedulerName + ": a gang that cannot be placed, on the job: " + waiting.reason + ": " + waiting.message);
+        cluster.awaitEvent(KubeflowConditions.REPLICA_CANNOT_START, "the job waits for it, nothing is counted");
 
         freeTheNodes(cluster.namespace);
         await().atMost(WAIT).until(() -> placed(cluster, "a-master-0") && placed(cluster, "a-worker-0")
