@@ -58,7 +58,7 @@ public final class Engine {
         private final Map<String, Pod> pods;
         private final Map<String, String> createdPods;
         private final Map<String, List<StartBlocker.PodWarning>> podWarnings;
-        private final Optional<StartBlocker> gangHold;
+        private final Gang gang;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
         private final QueueAdmission queue;
@@ -96,7 +96,7 @@ public final class Engine {
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
             this.createdPods = observation.createdPods();
             this.podWarnings = observation.podWarnings();
-            this.gangHold = observation.gangHold();
+            this.gang = observation.gang();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
             this.queue = observation.queue();
@@ -247,7 +247,7 @@ public final class Engine {
             // A group starts anew only once every pod of the old one is gone: a new rank must not reach an old
             // master still shutting down (its name still resolves to it) and fail there.
             boolean oldGroupLeft = job.restartsAsGroup() && pods.values().stream().anyMatch(ledger::isCounted);
-            boolean heldByGang = gangHold.isPresent() && !missing.isEmpty();
+            boolean heldByGang = gang.hold().isPresent() && !missing.isEmpty();
             for (ReplicaSlot slot : oldGroupLeft || heldByGang ? List.<ReplicaSlot>of() : missing) {
                 out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
@@ -256,7 +256,7 @@ public final class Engine {
 
             List<StartBlocker> cannotStart = cannotStart(topology);
             if (heldByGang) {
-                heldByGang(missing, gangHold.get()).ifPresent(hold -> cannotStart.add(0, hold));
+                heldByGang(missing, gang.hold().get()).ifPresent(hold -> cannotStart.add(0, hold));
             }
             replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
@@ -279,6 +279,8 @@ public final class Engine {
          */
         private List<StartBlocker> cannotStart(JobTopology topology) {
             List<StartBlocker> blocked = new ArrayList<>();
+            List<Pod> members = topology.slots().stream().map(slot -> pods.get(slot.podName())).filter(java.util.Objects::nonNull).toList();
+            Optional<Instant> gangUnschedulableCountsFrom = gang.unschedulableCountsFrom(members, members.size() == topology.slots().size(), now);
             for (ReplicaSlot slot : topology.slots()) {
                 Pod pod = pods.get(slot.podName());
                 if (pod == null || ledger.isCounted(pod)) {
@@ -289,6 +291,12 @@ public final class Engine {
                 StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
                 Optional<StartBlocker> blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
                 StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
+                if (blocker.isPresent() && blocker.get().reason().equals(StartBlocker.UNSCHEDULABLE) && gangUnschedulableCountsFrom.isPresent()
+                        && (known == null || !known.reason().equals(StartBlocker.UNSCHEDULABLE))) {
+                    // The gang scheduler's word while the group is still being made: see Gang.
+                    gangUnschedulableCountsFrom.filter(from -> !from.equals(Instant.MAX)).ifPresent(out::recheckAt);
+                    continue;
+                }
                 if (blocker.isPresent()) {
                     view.cannotStart(slot.podName(), blocker.get());
                     blocked.add(blocker.get());

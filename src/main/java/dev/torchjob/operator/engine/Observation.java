@@ -4,7 +4,6 @@ import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -18,12 +17,12 @@ public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists,
         Map<String, String> createdPods, QueueAdmission queue,
         /** Warning events of the pods whose status does not say why they are not starting, by pod UID: only pods looked up. */
         Map<String, List<StartBlocker.PodWarning>> podWarnings,
-        /** The gang scheduler holds the job's pods back until it admits their group: why, in its words. */
-        Optional<StartBlocker> gangHold) {
+        /** The gang scheduler that places the job's pods, if one does, and its hold on them. */
+        Gang gang) {
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
             Map<String, String> createdPods, QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
-        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, Optional.empty());
+        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, Gang.NONE);
     }
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,

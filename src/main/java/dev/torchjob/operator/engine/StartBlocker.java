@@ -27,6 +27,8 @@ public record StartBlocker(String reason, String message) {
      * Such a hold keeps the pods from being created and is not said.
      */
     public static final String ADMITTING = "Admitting";
+    /** The scheduler's reason for a pod it cannot place (the pod's PodScheduled condition). */
+    public static final String UNSCHEDULABLE = "Unschedulable";
     /** A scheduled pod still creating its containers this long: its Warning events are looked at. */
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */
@@ -110,7 +112,7 @@ public record StartBlocker(String reason, String message) {
         Optional<PodCondition> unschedulable = condition(pod, "PodScheduled")
                 .filter(c -> "False".equals(c.getStatus()) && "Unschedulable".equals(c.getReason()));
         if (unschedulable.isPresent()) {
-            return Optional.of(new StartBlocker("Unschedulable", "pod " + name + " cannot be scheduled: "
+            return Optional.of(new StartBlocker(UNSCHEDULABLE, "pod " + name + " cannot be scheduled: "
                     + oneLine(unschedulable.get().getMessage())));
         }
         for (ContainerStatus status : containerStatuses(pod)) {

@@ -25,6 +25,7 @@ import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
 import dev.torchjob.operator.engine.JobTopology;
+import dev.torchjob.operator.engine.Gang;
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
@@ -98,9 +99,10 @@ public final class KubeflowPlanner {
         Optional<GangScheduler> gangScheduler = gang.scheduler();
         Observation.PodGroupState podGroupApi = gangScheduler.isPresent() && !gang.apiInstalled()
                 ? Observation.PodGroupState.API_MISSING : Observation.PodGroupState.NOT_NEEDED;
-        Optional<StartBlocker> gangHold = gangScheduler.flatMap(scheduler -> scheduler.hold(gang.podGroup(), job.getMetadata().getName()));
+        Gang gangScheduling = gangScheduler.map(scheduler -> Gang.scheduling(scheduler.hold(gang.podGroup(), job.getMetadata().getName())))
+                .orElse(Gang.NONE);
         Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, podGroupApi, now, createdPods, queue, podWarnings,
-                gangHold);
+                gangScheduling);
         JobState before = state(job.getStatus());
         Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName(), gangScheduler), backoff);
         List<Plan.JobEvent> events = new ArrayList<>(decision.events());

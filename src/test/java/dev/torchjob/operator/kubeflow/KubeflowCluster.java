@@ -78,6 +78,7 @@ final class KubeflowCluster {
         for (Pod pod : plan.podsToCreate()) {
             Pod created = SERIALIZATION.clone(pod);
             created.getMetadata().setUid(UUID.randomUUID().toString());
+            created.getMetadata().setCreationTimestamp(now.toString());
             created.setStatus(new PodStatusBuilder().withPhase("Pending").build());
             pods.put(created.getMetadata().getName(), created);
         }
@@ -118,6 +119,10 @@ final class KubeflowCluster {
 
     void runAll() {
         pods.values().forEach(PodFates::running);
+    }
+
+    void unschedulable(String name, String message) {
+        PodFates.unschedulable(pods.get(name), message);
     }
 
     void exit(String name, int exitCode) {

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.Gang;
 import dev.torchjob.operator.engine.Plan;
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -96,6 +97,40 @@ class KubeflowGangSchedulingTest {
         Pod master = first.podsToCreate().get(0);
         assertEquals("scheduler-plugins-scheduler", master.getSpec().getSchedulerName());
         assertEquals("j", master.getMetadata().getLabels().get("scheduling.x-k8s.io/pod-group"));
+    }
+
+    /**
+     * The gang scheduler calls the first members unschedulable while the rest are being created (Volcano's
+     * "pod group is not ready"): nothing is said until the whole group has existed for Gang.SETTLE; a pass
+     * is asked for then, and a member still unschedulable is said.
+     */
+    @Test
+    void aGangsFirstMembersUnschedulableWhileTheGroupIsMadeIsNotSaid() {
+        KubeflowCluster cluster = job(new GangScheduler.SchedulerPlugins("sp"), "{}");
+        cluster.reconcile();
+        String gangWords = "pod group is not ready, 2 Pending, 3 minAvailable";
+        cluster.unschedulable("j-master-0", gangWords);
+        cluster.unschedulable("j-worker-0", gangWords);
+        Plan<PyTorchJobStatus> justMade = cluster.reconcile();
+        assertTrue(events(justMade, "ReplicaCannotStart").isEmpty(), "the group was just made");
+        assertTrue(cannotStart(cluster) == null || "False".equals(cannotStart(cluster).status));
+        assertEquals(Optional.of(Gang.SETTLE), justMade.recheckAfter(), "looked at again once it settled");
+
+        cluster.now = cluster.now.plus(Gang.SETTLE);
+        Plan<PyTorchJobStatus> settled = cluster.reconcile();
+        assertEquals(2, events(settled, "ReplicaCannotStart").size(), "each pod, once the whole group has existed a while");
+        assertEquals("True", cannotStart(cluster).status);
+        assertEquals("Unschedulable", cannotStart(cluster).reason);
+    }
+
+    /** Without a gang scheduler a pod the scheduler cannot place is said at once. */
+    @Test
+    void withoutAGangSchedulerAnUnschedulablePodIsSaidAtOnce() {
+        KubeflowCluster cluster = new KubeflowCluster("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n"
+                + "  pytorchReplicaSpecs:\n    Master: {template: " + POD + "}\n    Worker: {replicas: 2, template: " + POD + "}\n");
+        cluster.reconcile();
+        cluster.unschedulable("j-worker-0", "0/8 nodes are available: 8 Insufficient cpu.");
+        assertEquals(1, events(cluster.reconcile(), "ReplicaCannotStart").size());
     }
 
     @Test
