@@ -15,14 +15,15 @@ import io.fabric8.kubernetes.api.model.Pod;
  * <p>A gang scheduler places a group only whole, so while the operator is still creating the group its
  * first members are "unschedulable" (Volcano: "pod group is not ready, 7 Pending, 8 minAvailable";
  * coscheduling: "cannot find enough sibling pods"): that says only that the rest are on their way. A
- * member's Unschedulable counts once every member has existed for {@link #SETTLE}, a few of the
- * scheduler's cycles: measured on Volcano with 50 jobs of 8 submitted at once, 35 jobs were otherwise
- * told they could not start, for a second, and nothing was wrong.
+ * member's Unschedulable counts once every member has existed for {@link #SETTLE}, enough for the
+ * scheduler to look at the whole group again even under a backlog: with 50 jobs of 8 submitted at once
+ * onto Volcano, 35 jobs were otherwise told they could not start, for a second, and nothing was wrong;
+ * with 500 jobs and 10 s, Volcano's cycles were long enough that 17 still were.
  */
 public record Gang(boolean schedules, Optional<StartBlocker> hold) {
     public static final Gang NONE = new Gang(false, Optional.empty());
     /** How long the whole group has existed before its scheduler's "cannot schedule" is about the group itself. */
-    public static final Duration SETTLE = Duration.ofSeconds(10);
+    public static final Duration SETTLE = Duration.ofSeconds(30);
 
     /** A gang scheduler places the pods; {@code hold}: it holds them back until it admits their group, and why. */
     public static Gang scheduling(Optional<StartBlocker> hold) {

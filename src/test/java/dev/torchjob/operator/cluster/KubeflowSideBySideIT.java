@@ -106,6 +106,75 @@ class KubeflowSideBySideIT {
         }
     }
 
+    /**
+     * A worker exits 1 under {@code restartPolicy: ExitCode} (a permanent code): both operators fail the job.
+     * Kubeflow says it with a {@code PyTorchJobFailed} Warning and, in the same breath, a
+     * {@code PyTorchJobRestarting} Warning that restarts nothing; this operator with {@code ReplicaFailed}
+     * and {@code Failed} (docs/kubeflow.md, "Event reasons").
+     */
+    @Test
+    void aReplicaThatFailsForGoodUnderExitCodeFailsTheJobUnderBoth() throws Exception {
+        String job = """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: x}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master:
+                      restartPolicy: ExitCode
+                      template: {spec: {containers: [{name: pytorch, image: torch}]}}
+                    Worker:
+                      replicas: 1
+                      restartPolicy: ExitCode
+                      template: {spec: {containers: [{name: pytorch, image: torch}]}}
+                """;
+        String kubeflowNamespace = install.namespace("kubeflow-exitcode");
+        Map<String, String> kubeflowEvents;
+        try (KubeflowTrainingOperator kubeflow = KubeflowTrainingOperator.start(install.cluster, kubeflowNamespace, null)) {
+            kubeflowEvents = failForGood(kubeflowNamespace, job, "PyTorchJobFailed", "PyTorchJobRestarting");
+        }
+        Map<String, String> ourEvents;
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            ourEvents = failForGood(install.namespace("ours-exitcode"), job, "ReplicaFailed", "Failed");
+        }
+        System.out.println("Kubeflow's events: " + kubeflowEvents + "; this operator's: " + ourEvents);
+        assertEquals("Warning", kubeflowEvents.get("PyTorchJobFailed"), "Kubeflow: " + kubeflowEvents);
+        assertEquals("Warning", kubeflowEvents.get("PyTorchJobRestarting"), "Kubeflow: " + kubeflowEvents);
+        assertEquals("Warning", ourEvents.get("ReplicaFailed"), "ours: " + ourEvents);
+        assertEquals("Warning", ourEvents.get("Failed"), "ours: " + ourEvents);
+        assertEquals(null, ourEvents.get("JobRestarting"), "nothing restarts: nothing says so");
+    }
+
+    /**
+     * Runs the job's pods, exits its worker with 1, waits for the job's Failed condition and for events of
+     * these reasons; returns the job's events, reason to type.
+     */
+    static Map<String, String> failForGood(String namespace, String job, String... reasons) {
+        install.cluster.kubectl().runWithInput(job, "create", "-n", namespace, "-f", "-").orFail();
+        KwokKubelet kubelet = new KwokKubelet(admin, namespace);
+        await().atMost(WAIT).until(() -> admin.pods().inNamespace(namespace).withName("x-worker-0").get() != null
+                && admin.pods().inNamespace(namespace).withName("x-master-0").get() != null);
+        kubelet.run("x-master-0");
+        kubelet.run("x-worker-0");
+        kubelet.exit("x-worker-0", 1);
+        await().atMost(WAIT).until(() -> {
+            PyTorchJob j = admin.resources(PyTorchJob.class).inNamespace(namespace).withName("x").get();
+            return j.getStatus() != null && j.getStatus().conditions != null
+                    && j.getStatus().conditions.stream().anyMatch(c -> "Failed".equals(c.type) && "True".equals(c.status));
+        });
+        Map<String, String> events = new TreeMap<>();
+        await().atMost(WAIT).until(() -> {
+            admin.v1().events().inNamespace(namespace).list().getItems().stream()
+                    .filter(e -> "PyTorchJob".equals(e.getInvolvedObject().getKind()))
+                    .forEach(e -> events.put(e.getReason(), e.getType()));
+            return events.keySet().containsAll(List.of(reasons));
+        });
+        admin.resources(PyTorchJob.class).inNamespace(namespace).delete();
+        await().atMost(WAIT).until(() -> admin.resources(PyTorchJob.class).inNamespace(namespace).list().getItems().isEmpty());
+        admin.namespaces().withName(namespace).delete();
+        return events;
+    }
+
     /** What one operator made of {@link #manifests()}: each PodGroup and each pod, reduced to the fields compared. */
     record Made(Map<String, Map<String, Object>> podGroups, Map<String, Map<String, Object>> pods) {
     }
