@@ -197,8 +197,9 @@ class ResilienceIT {
             cluster.awaitNewPod("j-worker-0", uid);
             java.time.Duration late = java.time.Duration.between(restartAt, java.time.Instant.now());
             System.out.println("restart due at " + restartAt + ", new pod seen " + late.toMillis() + " ms after");
-            assertTrue(late.compareTo(java.time.Duration.ofSeconds(-1)) >= 0 && late.compareTo(java.time.Duration.ofSeconds(3)) < 0,
-                    "the new pod comes on time: " + late.toMillis() + " ms after the due time");
+            // Not early, and not left to a periodic resync (minutes): the bound is wide so a busy machine does not fail it.
+            assertTrue(late.compareTo(java.time.Duration.ofSeconds(-1)) >= 0 && late.compareTo(java.time.Duration.ofSeconds(15)) < 0,
+                    "the new pod comes when due: " + late.toMillis() + " ms after the due time");
             assertEquals(2, cluster.job("j").getStatus().backoffCount);
             assertOnePodPerReplica(cluster);
         }
