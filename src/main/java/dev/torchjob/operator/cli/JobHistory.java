@@ -33,7 +33,7 @@ public final class JobHistory {
         out.append(field("Name", job.name()));
         out.append(field("Namespace", job.namespace()));
         out.append(field("Kind", job.kind().kind));
-        out.append(field("Phase", job.phase()));
+        out.append(field("Phase", job.phase().name()));
         out.append(field("Replicas", job.groups().isEmpty() ? "<none: the spec is invalid, see Conditions>"
                 : job.groups().stream().map(g -> g.type() + " " + g.replicas()).collect(Collectors.joining(", "))));
         out.append(field("Restarts", job.restartsOfLimit() + " (counted / runPolicy.backoffLimit)"));

@@ -17,7 +17,7 @@ public final class JobTable {
         rows.add(HEADER);
         for (JobView job : jobs) {
             int replicas = job.groups().stream().mapToInt(g -> g.replicas()).sum();
-            rows.add(List.of(job.name(), job.kind().kind, job.phase(), String.valueOf(replicas), job.restartsOfLimit(),
+            rows.add(List.of(job.name(), job.kind().kind, job.phase().name(), String.valueOf(replicas), job.restartsOfLimit(),
                     job.queue().orElse("<none>"), job.created().map(c -> age(Duration.between(c, now))).orElse("<unknown>")));
         }
         return Columns.render(rows, "");

@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
+import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
@@ -30,7 +31,7 @@ public record JobView(
         String name,
         String namespace,
         Optional<Instant> created,
-        String phase,
+        JobPhase phase,
         List<Condition> conditions,
         List<TrainingJob.ReplicaGroup> groups,
         int restarts,
@@ -52,7 +53,7 @@ public record JobView(
         TrainingJob model = T9kModel.job(job);
         return new JobView(JobKind.T9K, job.getMetadata().getName(), job.getMetadata().getNamespace(),
                 instant(job.getMetadata().getCreationTimestamp()),
-                status == null || status.phase == null ? "Pending" : status.phase.name(), List.copyOf(conditions), model.groups(),
+                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions), model.groups(),
                 status == null || status.backoffCount == null ? 0 : status.backoffCount, model.runPolicy(), queue(job.getMetadata()),
                 Map.of(JobLabels.OWNER_KIND, PyTorchTrainingJob.KIND, JobLabels.OWNER_NAME, job.getMetadata().getName()),
                 JobLabels.REPLICA_TYPE);
@@ -68,7 +69,7 @@ public record JobView(
         TrainingJob model = KubeflowModel.job(job);
         return new JobView(JobKind.KUBEFLOW, job.getMetadata().getName(), job.getMetadata().getNamespace(),
                 instant(job.getMetadata().getCreationTimestamp()),
-                status == null || status.phase == null ? "Pending" : status.phase.name(), List.copyOf(conditions), model.groups(),
+                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions), model.groups(),
                 status == null || status.backoffCount == null ? 0 : status.backoffCount, model.runPolicy(), queue(job.getMetadata()),
                 Map.of(KubeflowLabels.JOB_NAME, job.getMetadata().getName()), KubeflowLabels.REPLICA_TYPE);
     }
@@ -83,7 +84,7 @@ public record JobView(
     }
 
     public boolean ended() {
-        return "Succeeded".equals(phase) || "Failed".equals(phase);
+        return phase.isTerminal();
     }
 
     public Optional<Condition> condition(String type) {
@@ -95,7 +96,7 @@ public record JobView(
         if (queue.isEmpty()) {
             return true;
         }
-        return condition("Queued").map(q -> !q.status()).orElse(!"Pending".equals(phase));
+        return condition("Queued").map(q -> !q.status()).orElse(phase != JobPhase.Pending);
     }
 
     /** Why the job ended, as its status says: the condition that ended it, reason and message. */
@@ -103,11 +104,11 @@ public record JobView(
         if (!ended()) {
             return Optional.empty();
         }
-        List<String> types = "Succeeded".equals(phase) ? List.of("Completed", "Succeeded") : List.of("Failed");
+        List<String> types = phase == JobPhase.Succeeded ? List.of("Completed", "Succeeded") : List.of("Failed");
         Optional<Condition> ending = conditions.stream().filter(c -> c.status() && types.contains(c.type()))
                 .max(Comparator.comparing(c -> c.at().orElse(Instant.EPOCH)));
         // The reason is left out where it only repeats the phase (Kubeflow's condition reasons often do).
-        return Optional.of("job " + name + " " + phase + ending.map(c -> (c.reason() == null || c.reason().equals(phase) ? "" : ": " + c.reason())
+        return Optional.of("job " + name + " " + phase + ending.map(c -> (c.reason() == null || c.reason().equals(phase.name()) ? "" : ": " + c.reason())
                 // One line: the replica's last output that a failure's message carries is in its log already.
                 + (c.message() == null || c.message().isBlank() ? "" : " (" + JobHistory.firstLine(c.message()) + ")")).orElse(""));
     }

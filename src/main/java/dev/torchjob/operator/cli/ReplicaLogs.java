@@ -17,6 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
+import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cli.CliArguments.BadInput;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
 import dev.torchjob.operator.engine.TrainingContainer;
@@ -166,7 +167,7 @@ final class ReplicaLogs {
                     }
                 }
                 out.println("[torchjob] " + job.outcome().orElse("job " + job.name() + " " + job.phase()));
-                return "Succeeded".equals(job.phase()) ? 0 : 1;
+                return job.phase() == JobPhase.Succeeded ? 0 : 1;
             }
             sleep();
             Optional<JobView> now = cluster.find(job.kind(), job.name());

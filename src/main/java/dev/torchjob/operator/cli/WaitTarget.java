@@ -2,6 +2,8 @@ package dev.torchjob.operator.cli;
 
 import java.util.Locale;
 
+import dev.torchjob.operator.api.JobPhase;
+
 /** What {@code kubectl torchjob wait --for X} waits for, judged on each look at the job. */
 public enum WaitTarget {
     SUCCEEDED, FAILED, RUNNING, ADMITTED;
@@ -17,9 +19,9 @@ public enum WaitTarget {
 
     public Verdict judge(JobView job) {
         boolean reached = switch (this) {
-            case SUCCEEDED -> "Succeeded".equals(job.phase());
-            case FAILED -> "Failed".equals(job.phase());
-            case RUNNING -> "Running".equals(job.phase());
+            case SUCCEEDED -> job.phase() == JobPhase.Succeeded;
+            case FAILED -> job.phase() == JobPhase.Failed;
+            case RUNNING -> job.phase() == JobPhase.Running;
             // A job that ran to its end was admitted, whether or not its queue's condition was seen.
             case ADMITTED -> job.admitted();
         };
