@@ -18,6 +18,7 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.ContainerResource;
 
 /**
  * The cluster as the user's kubectl reaches it (--kubeconfig, KUBECONFIG, ~/.kube/config; --context;
@@ -35,11 +36,11 @@ final class ClusterSession implements AutoCloseable {
         }
     }
 
-    final KubernetesClient client;
+    private final KubernetesClient client;
     final String namespace;
     private final String server;
 
-    private ClusterSession(KubernetesClient client, String namespace, String server) {
+    ClusterSession(KubernetesClient client, String namespace, String server) {
         this.client = client;
         this.namespace = namespace;
         this.server = server;
@@ -134,6 +135,19 @@ final class ClusterSession implements AutoCloseable {
                 .withField("involvedObject.name", job.name()).withField("involvedObject.kind", job.kind().kind).list().getItems());
         events.sort(Comparator.comparing(JobHistory::eventTime, Comparator.nullsFirst(Comparator.naturalOrder())));
         return events;
+    }
+
+    /** One container's log, as {@code kubectl logs} reads it; a refusal while it is read is {@link #refusal}. */
+    ContainerResource log(Pod pod, String container) {
+        return client.pods().inNamespace(namespace).withName(pod.getMetadata().getName()).inContainer(container);
+    }
+
+    /**
+     * A request already under way (a log being followed) that the cluster refused (401, 403), as one line;
+     * empty for anything else: the pod went away, or the stream was cut, and the next look says what came instead.
+     */
+    Optional<Failure> refusal(String verb, String resource, KubernetesClientException e) {
+        return e.getCode() == 401 || e.getCode() == 403 ? Optional.of(failure(verb, resource, e)) : Optional.empty();
     }
 
     /** A question whose resource always exists (pods, events, logs). */

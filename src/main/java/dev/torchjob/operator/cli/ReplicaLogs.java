@@ -195,11 +195,9 @@ final class ReplicaLogs {
                     out.println(prefix + line);
                 }
             } catch (KubernetesClientException e) {
-                if (e.getCode() == 403 || e.getCode() == 401) {
-                    streamFailure.compareAndSet(null, cluster.failure("get", "pods/log", e));
-                }
-                // else: the pod went away while being read (a new one is found on the next look), or the
-                // cluster did (the next look's list says so)
+                // Anything but a refusal: the pod went away while being read (a new one is found on the next
+                // look), or the cluster did (the next look's list says so).
+                cluster.refusal("get", "pods/log", e).ifPresent(refused -> streamFailure.compareAndSet(null, refused));
             } catch (java.io.IOException | RuntimeException e) {
                 // the stream was cut (pod deleted, connection closed): the next look finds what replaced it
             }
@@ -210,8 +208,7 @@ final class ReplicaLogs {
     }
 
     private Loggable stream(Pod pod, String container) {
-        ContainerResource logs = cluster.client.pods().inNamespace(cluster.namespace).withName(pod.getMetadata().getName())
-                .inContainer(container);
+        ContainerResource logs = cluster.log(pod, container);
         TimeTailPrettyLoggable timed = args.on("timestamps") ? logs.usingTimestamps() : logs;
         try {
             return args.flags().containsKey("since") ? timed.sinceSeconds((int) args.duration("since").toSeconds()) : timed;

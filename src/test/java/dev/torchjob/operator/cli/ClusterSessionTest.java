@@ -1,0 +1,104 @@
+package dev.torchjob.operator.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.cli.CliArguments.JobKind;
+import dev.torchjob.operator.cli.CliArguments.JobReference;
+import dev.torchjob.operator.cli.ClusterSession.Failure;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+
+/** What the command line says when the cluster refuses it, lacks a kind, or has no such job: one line naming what. */
+@EnableKubernetesMockClient(https = false)
+class ClusterSessionTest {
+    static final String T9K_JOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/team-a/pytorchtrainingjobs";
+    static final String KUBEFLOW_JOBS = "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs";
+
+    KubernetesMockServer server;
+    KubernetesClient client;
+
+    ClusterSession session() {
+        return new ClusterSession(client, "team-a", "https://cluster.example:6443");
+    }
+
+    static io.fabric8.kubernetes.api.model.Status status(int code, String reason) {
+        return new StatusBuilder().withCode(code).withReason(reason).withMessage(reason).build();
+    }
+
+    @Test
+    void aRefusedListNamesTheVerbTheResourceAndTheNamespace() {
+        server.expect().get().withPath(T9K_JOBS).andReturn(403, status(403, "Forbidden")).always();
+        Failure failure = assertThrows(Failure.class, () -> session().jobs());
+        assertEquals("error: not allowed to list pytorchtrainingjobs.batch.tensorstack.dev in namespace team-a (RBAC: your user needs "
+                + "the verb \"list\" on \"pytorchtrainingjobs.batch.tensorstack.dev\")", failure.getMessage());
+    }
+
+    @Test
+    void refusedCredentialsSayToLogInAgain() {
+        server.expect().get().withPath(T9K_JOBS).andReturn(401, status(401, "Unauthorized")).always();
+        Failure failure = assertThrows(Failure.class, () -> session().jobs());
+        assertEquals("error: the cluster at https://cluster.example:6443 refused your credentials (401): log in again or check your "
+                + "kubeconfig's user", failure.getMessage());
+    }
+
+    @Test
+    void aKindWhoseCrdIsNotInstalledHasNoJobs() throws Failure {
+        server.expect().get().withPath(T9K_JOBS).andReturn(404, status(404, "NotFound")).always();
+        server.expect().get().withPath(KUBEFLOW_JOBS).andReturn(200, """
+                {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJobList", "items": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                  "metadata": {"name": "mnist", "namespace": "team-a"},
+                  "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [{"name": "pytorch", "image": "torch"}]}}}}}}]}
+                """).always();
+        List<JobView> jobs = session().jobs();
+        assertEquals(List.of("mnist"), jobs.stream().map(JobView::name).toList());
+        assertEquals(JobKind.KUBEFLOW, jobs.get(0).kind());
+    }
+
+    @Test
+    void noJobOfThatNameSaysWhereItLooked() {
+        Failure failure = assertThrows(Failure.class, () -> session().job(new JobReference(Optional.empty(), "mnist")));
+        assertEquals("error: no PyTorchTrainingJob or PyTorchJob named mnist in namespace team-a", failure.getMessage());
+        Failure ofOneKind = assertThrows(Failure.class, () -> session().job(new JobReference(Optional.of(JobKind.KUBEFLOW), "mnist")));
+        assertEquals("error: no PyTorchJob named mnist in namespace team-a", ofOneKind.getMessage());
+    }
+
+    @Test
+    void anUnreachableClusterSaysWhereAndWhatToCheck() throws Exception {
+        int closed;
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+            closed = socket.getLocalPort();
+        }
+        String url = "https://127.0.0.1:" + closed;
+        try (KubernetesClient unreachable = new KubernetesClientBuilder().withConfig(new ConfigBuilder().withMasterUrl(url)
+                .withRequestRetryBackoffLimit(0).withConnectionTimeout(2_000).build()).build();
+                ClusterSession session = new ClusterSession(unreachable, "team-a", url)) {
+            Failure failure = assertThrows(Failure.class, session::jobs);
+            assertTrue(failure.getMessage().startsWith("error: cannot reach the cluster at " + url + " ("), failure.getMessage());
+            assertTrue(failure.getMessage().endsWith("): check KUBECONFIG, --context and that the cluster is up"), failure.getMessage());
+        }
+    }
+
+    /** While a log is followed, only a refusal is the user's to hear; a pod that went away is found again on the next look. */
+    @Test
+    void aRefusalWhileFollowingIsOnlyA401OrA403() {
+        ClusterSession session = session();
+        assertEquals(Optional.of("error: not allowed to get pods/log in namespace team-a (RBAC: your user needs the verb \"get\" on "
+                + "\"pods/log\")"), session.refusal("get", "pods/log", new KubernetesClientException(status(403, "Forbidden")))
+                .map(Failure::getMessage));
+        assertTrue(session.refusal("get", "pods/log", new KubernetesClientException(status(401, "Unauthorized"))).isPresent());
+        assertEquals(Optional.empty(), session.refusal("get", "pods/log", new KubernetesClientException(status(404, "NotFound"))));
+        assertEquals(Optional.empty(), session.refusal("get", "pods/log", new KubernetesClientException(status(500, "InternalError"))));
+    }
+}
