@@ -323,7 +323,11 @@ class KueueIT {
             cluster.awaitEvent("JobRestarting", "pod g-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
             await().atMost(WAIT).until(() -> uids(cluster, "g-").size() == 3 && java.util.Collections.disjoint(before, uids(cluster, "g-")));
             cluster.runAll();
-            await().atMost(WAIT).until(() -> "True".equals(condition(workloadOf(cluster, "g"), "PodsReady").get("status")));
+            // Ready again, as Kueue words it after a wait for recovery: the True seen before the restart does not count.
+            await().atMost(WAIT).until(() -> {
+                Map<String, Object> ready = condition(workloadOf(cluster, "g"), "PodsReady");
+                return "True".equals(ready.get("status")) && "Recovered".equals(ready.get("reason"));
+            });
 
             GenericKubernetesResource workload = workloadOf(cluster, "g");
             assertEquals("True", condition(workload, "Admitted").get("status"), KueueStandIn.status(workload).toString());
