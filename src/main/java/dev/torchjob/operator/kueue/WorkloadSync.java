@@ -51,16 +51,24 @@ public final class WorkloadSync {
      * {@code podsReady}: its pods running and ready, or succeeded.
      */
     public record Job(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, int podsLeft, int podsReady) {
-        /** Counts the job's pods among those observed. */
-        public static Job of(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, String jobUid, Collection<Pod> observed) {
+        /**
+         * Counts the job's pods among those observed; {@code deleting}: the pods this pass deletes (a restart),
+         * not ready from now on though the cache does not say so yet. Without it a group restart faster than
+         * the next look would never show the Workload's PodsReady falling, and Kueue's recovery never begins.
+         */
+        public static Job of(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, String jobUid, Collection<Pod> observed,
+                java.util.Set<String> deleting) {
             Collection<Pod> pods = Pods.ownedBy(jobUid, observed).values();
-            int ready = (int) pods.stream().filter(WorkloadSync::readyOrDone).count();
+            int ready = (int) pods.stream().filter(p -> !deleting.contains(p.getMetadata().getName())).filter(WorkloadSync::readyOrDone).count();
             return new Job(after, paused, podSets, pods.size(), ready);
         }
     }
 
     private static boolean readyOrDone(Pod pod) {
         if (pod.getStatus() == null || pod.getMetadata().getDeletionTimestamp() != null) {
+            return false;
+        }
+        if ("Failed".equals(pod.getStatus().getPhase())) {
             return false;
         }
         return "Succeeded".equals(pod.getStatus().getPhase()) || pod.getStatus().getConditions() != null && pod.getStatus().getConditions()

@@ -192,7 +192,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             }
             if (queued && !plan.deleteJob()) {
                 settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
-                        job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)), workloadLabels(job), clock.instant());
+                        job.getMetadata().getUid(), context.getSecondaryResources(Pod.class),
+                        plan.podsToDelete().stream().map(Plan.PodDeletion::name).collect(java.util.stream.Collectors.toSet())),
+                        workloadLabels(job), clock.instant());
             }
         } catch (ApplyFailure e) {
             // The condition goes on the status the server holds: the plan's if it was written (never an

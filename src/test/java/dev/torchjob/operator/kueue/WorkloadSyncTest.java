@@ -208,6 +208,31 @@ class WorkloadSyncTest {
         assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
     }
 
+    /**
+     * The pass that restarts the group deletes pods that still look ready in the cache: they are counted as
+     * not ready, so PodsReady falls in that very pass (Kueue's recovery starts), whatever the next look sees;
+     * a failed pod is not ready whatever its Ready condition says.
+     */
+    @Test
+    void podsThePassDeletesOrThatFailedAreNotReady() {
+        JobState running = state(Phase.Running, null);
+        List<io.fabric8.kubernetes.api.model.Pod> pods = new java.util.ArrayList<>();
+        for (String name : List.of("j-master-0", "j-worker-0", "j-worker-1")) {
+            io.fabric8.kubernetes.api.model.Pod pod = new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name)
+                    .addNewOwnerReference().withUid("job-uid").withController(true).withKind("PyTorchTrainingJob").withName("j")
+                    .withApiVersion("batch.tensorstack.dev/v1beta1").endOwnerReference().endMetadata()
+                    .withNewSpec().addNewContainer().withName("pytorch").endContainer().endSpec().build();
+            dev.torchjob.operator.testing.PodFates.ready(pod);
+            pods.add(pod);
+        }
+        assertEquals(3, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of()).podsReady());
+        WorkloadSync.Job restarting = WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods,
+                java.util.Set.of("j-master-0", "j-worker-0", "j-worker-1"));
+        assertEquals(List.of(3, 0), List.of(restarting.podsLeft(), restarting.podsReady()), "still there, using the quota; none ready");
+        pods.get(2).getStatus().setPhase("Failed");
+        assertEquals(2, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of()).podsReady());
+    }
+
     @Test
     void aWorkloadThatNoLongerFitsTheJobIsReplacedOrUpdated() {
         List<KueueWorkload.PodSet> bigger = List.of(POD_SETS.get(0), new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 16,

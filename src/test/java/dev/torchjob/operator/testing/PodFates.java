@@ -22,6 +22,13 @@ public final class PodFates {
                 .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build()).build());
     }
 
+    /** Running, and Ready as the kubelet says of a running pod without a readiness probe. */
+    public static void ready(Pod pod) {
+        running(pod);
+        pod.getStatus().setConditions(java.util.List.of(new io.fabric8.kubernetes.api.model.PodConditionBuilder()
+                .withType("Ready").withStatus("True").build()));
+    }
+
     /** The training container ends; {@code message} is its termination message (its last log lines, with FallbackToLogsOnError). */
     public static void exited(Pod pod, int exitCode, String message) {
         pod.setStatus(new PodStatusBuilder().withPhase(exitCode == 0 ? "Succeeded" : "Failed")
