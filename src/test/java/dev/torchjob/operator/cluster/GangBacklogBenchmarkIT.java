@@ -38,7 +38,6 @@ class GangBacklogBenchmarkIT {
         int jobs = Integer.getInteger("torchjob.benchmark.jobs", 500);
         OperatorInstall install = OperatorInstall.get();
         install.stopSharedOperator();
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
         List<String> report = new ArrayList<>();
         report.add("PyTorchJobs=" + jobs + " replicas=" + REPLICAS + " (master + " + (REPLICAS - 1) + " workers) kwok nodes=" + ControlPlane.NODES);
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {

@@ -16,9 +16,15 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
  * (tools/control-plane/gang-schedulers.sh) and run as processes on loopback with the administrator's
  * kubeconfig: Volcano's scheduler and its controller manager (the queue controller opens the
  * {@code default} queue the scheduler creates), with Volcano's own CRDs; scheduler-plugins'
- * kube-scheduler with its coscheduling plugin, with its PodGroup CRD. Stopped by the tests that started them.
+ * kube-scheduler with its coscheduling plugin, with its PodGroup CRD; each with the operator's PodGroup RBAC of its
+ * install overlay. Stopped by the tests that started them.
  */
 final class GangSchedulers implements AutoCloseable {
+    /** The PodGroup kinds, as the operator's setting names them. */
+    static final ResourceDefinitionContext PLUGINS_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
+            .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+    static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
+            .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
     static final ResourceDefinitionContext QUEUES = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
             .withVersion("v1beta1").withKind("Queue").withPlural("queues").withNamespaced(false).build();
     private static final List<String> VOLCANO = List.of("vc-scheduler", "vc-controller-manager");
@@ -40,6 +46,8 @@ final class GangSchedulers implements AutoCloseable {
         try {
             cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
                     module.resolve("config/crd/volcano/bases").toString()).orFail();
+            // The operator's PodGroup RBAC, as the install's overlay for this scheduler grants it.
+            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
             String kubeconfig = "--kubeconfig=" + cluster.adminKubeconfig;
             int schedulerHealth = ControlPlane.freePort();
             cluster.start("vc-scheduler", List.of(bin.resolve("scheduler").toString(), kubeconfig, "--leader-elect=false",
@@ -75,6 +83,7 @@ final class GangSchedulers implements AutoCloseable {
         try {
             cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
                     module.resolve("manifests/coscheduling/crd.yaml").toString()).orFail();
+            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
             Path config = cluster.work.resolve("coscheduling.yaml");
             java.nio.file.Files.writeString(config, """
                     apiVersion: kubescheduler.config.k8s.io/v1

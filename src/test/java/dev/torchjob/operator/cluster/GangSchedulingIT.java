@@ -35,10 +35,6 @@ class GangSchedulingIT {
     /** Long enough for any scheduler to have placed what it would place. */
     static final Duration SETTLED = Duration.ofSeconds(5);
     static final List<String> NODES = List.of("kwok-node-6", "kwok-node-7");
-    static final ResourceDefinitionContext PLUGINS_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
-            .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
-    static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
-            .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
     static OperatorInstall install;
     static KubernetesClient admin;
 
@@ -47,7 +43,6 @@ class GangSchedulingIT {
         install = OperatorInstall.get();
         admin = install.cluster.admin();
         install.stopSharedOperator(); // each test runs its own, with or without a gang scheduler
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
         install.cluster.kubectl().runWithInput("""
                 apiVersion: scheduling.k8s.io/v1
                 kind: PriorityClass
@@ -124,7 +119,7 @@ class GangSchedulingIT {
         try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
                 OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
             OperatorHarness cluster = install.harness("volcano");
-            oneRunsWholeAndTheOtherWaits(cluster, VOLCANO_POD_GROUPS, "volcano",
+            oneRunsWholeAndTheOtherWaits(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "volcano",
                     Map.of("minMember", 2, "queue", "default", "minResources", Map.of("cpu", "1200")));
         }
     }
@@ -143,7 +138,7 @@ class GangSchedulingIT {
                     .addToRequests("cpu", new Quantity("600")).endResources().endContainer().endSpec().build()).create();
             cluster.submitPyTorchJob(job("m").replace("spec:\n", "spec:\n  runPolicy: {schedulingPolicy: {minAvailable: 1}}\n"));
             GenericKubernetesResource podGroup = await().atMost(WAIT).until(
-                    () -> admin.genericKubernetesResources(VOLCANO_POD_GROUPS).inNamespace(cluster.namespace).withName("m").get(),
+                    () -> admin.genericKubernetesResources(GangSchedulers.VOLCANO_POD_GROUPS).inNamespace(cluster.namespace).withName("m").get(),
                     pg -> pg != null);
             assertEquals(Map.of("minMember", 1, "queue", "default", "minResources", Map.of("cpu", "600")),
                     podGroup.getAdditionalProperties().get("spec"), "the first pod's requests, the master's");
@@ -152,7 +147,7 @@ class GangSchedulingIT {
             assertTrue(!placed(cluster, "m-worker-0"), "no room for the worker; the gang of one started without it");
             cluster.awaitPyTorchJob("m", j -> j.getStatus() != null && j.getStatus().conditions != null);
             admin.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("m").delete();
-            await().atMost(WAIT).until(() -> admin.genericKubernetesResources(VOLCANO_POD_GROUPS).inNamespace(cluster.namespace)
+            await().atMost(WAIT).until(() -> admin.genericKubernetesResources(GangSchedulers.VOLCANO_POD_GROUPS).inNamespace(cluster.namespace)
                     .withName("m").get() == null);
             admin.namespaces().withName(cluster.namespace).delete();
         }
@@ -180,7 +175,7 @@ class GangSchedulingIT {
                           replicas: 1
                           template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
                     """);
-            GenericKubernetesResource podGroup = awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "r");
+            GenericKubernetesResource podGroup = awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "r");
             await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
             cluster.kubelet.run("r-master-0");
             cluster.kubelet.run("r-worker-0");
@@ -196,7 +191,7 @@ class GangSchedulingIT {
                 assertEquals("r", pod.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"), pod.getMetadata().getName());
             }
             await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
-            GenericKubernetesResource after = awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "r");
+            GenericKubernetesResource after = awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "r");
             assertEquals(podGroup.getMetadata().getUid(), after.getMetadata().getUid(), "the same PodGroup");
             assertEquals(2, spec(after).get("minMember"));
             cluster.kubelet.run("r-master-0");
@@ -226,14 +221,14 @@ class GangSchedulingIT {
                           replicas: 2
                           template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
                     """);
-            assertEquals(2, spec(awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "e")).get("minMember"));
+            assertEquals(2, spec(awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "e")).get("minMember"));
             await().atMost(WAIT).until(() -> placed(cluster, "e-worker-0") && placed(cluster, "e-worker-1"));
             cluster.kubelet.run("e-worker-0");
             cluster.kubelet.run("e-worker-1");
             cluster.awaitState("e", "Running");
 
             install.cluster.kubectl().run("scale", "pytorchjob/e", "-n", cluster.namespace, "--replicas=3").orFail();
-            await().atMost(WAIT).until(() -> Integer.valueOf(3).equals(spec(awaitPodGroup(cluster, VOLCANO_POD_GROUPS, "e")).get("minMember")));
+            await().atMost(WAIT).until(() -> Integer.valueOf(3).equals(spec(awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "e")).get("minMember")));
             await().atMost(WAIT).until(() -> placed(cluster, "e-worker-2"));
             cluster.kubelet.run("e-worker-2");
             assertEquals(0, cluster.awaitState("e", "Running").getStatus().backoffCount, "scaling is not a restart");
@@ -253,11 +248,10 @@ class GangSchedulingIT {
 
     @Test
     void withCoschedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
         try (GangSchedulers coscheduling = GangSchedulers.coscheduling(install.cluster);
                 OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", GangSchedulers.COSCHEDULING), true)) {
             OperatorHarness cluster = install.harness("coscheduling");
-            oneRunsWholeAndTheOtherWaits(cluster, PLUGINS_POD_GROUPS, GangSchedulers.COSCHEDULING,
+            oneRunsWholeAndTheOtherWaits(cluster, GangSchedulers.PLUGINS_POD_GROUPS, GangSchedulers.COSCHEDULING,
                     Map.of("minMember", 2, "minResources", Map.of("cpu", "1200")));
         }
     }

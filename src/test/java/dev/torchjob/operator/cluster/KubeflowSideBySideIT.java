@@ -88,20 +88,18 @@ class KubeflowSideBySideIT {
 
     @Test
     void withVolcanoBothOperatorsMakeTheSamePodGroupsAndPods() throws Exception {
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
         try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster)) {
-            Made kubeflow = underKubeflow("volcano", GangSchedulingIT.VOLCANO_POD_GROUPS);
-            Made ours = underThisOperator("volcano", GangSchedulingIT.VOLCANO_POD_GROUPS);
+            Made kubeflow = underKubeflow("volcano", GangSchedulers.VOLCANO_POD_GROUPS);
+            Made ours = underThisOperator("volcano", GangSchedulers.VOLCANO_POD_GROUPS);
             assertSame(kubeflow, ours);
         }
     }
 
     @Test
     void withSchedulerPluginsBothOperatorsMakeTheSamePodGroupsAndPods() throws Exception {
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
         try (GangSchedulers coscheduling = GangSchedulers.coscheduling(install.cluster)) {
-            Made kubeflow = underKubeflow(GangSchedulers.COSCHEDULING, GangSchedulingIT.PLUGINS_POD_GROUPS);
-            Made ours = underThisOperator(GangSchedulers.COSCHEDULING, GangSchedulingIT.PLUGINS_POD_GROUPS);
+            Made kubeflow = underKubeflow(GangSchedulers.COSCHEDULING, GangSchedulers.PLUGINS_POD_GROUPS);
+            Made ours = underThisOperator(GangSchedulers.COSCHEDULING, GangSchedulers.PLUGINS_POD_GROUPS);
             assertSame(kubeflow, ours);
         }
     }
