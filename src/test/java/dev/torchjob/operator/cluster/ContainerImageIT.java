@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -90,7 +91,7 @@ class ContainerImageIT {
     @Test
     void withoutTheApiServerItSaysSoInOneLineAndExits() throws Exception {
         String token = OperatorInstall.token(install.cluster, OperatorInstall.SERVICE_ACCOUNT);
-        int closed = ControlPlane.freePort();
+        int closed = ListenPorts.free();
         var result = OperatorContainer.runToEnd("torchjob-operator-it-offline", install.cluster, token,
                 Map.of("KUBERNETES_SERVICE_PORT", String.valueOf(closed)), Duration.ofSeconds(60));
         assertNotEquals(0, result.exitCode(), result.out());

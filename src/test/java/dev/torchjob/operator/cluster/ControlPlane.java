@@ -2,7 +2,6 @@ package dev.torchjob.operator.cluster;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -227,8 +227,8 @@ public final class ControlPlane {
         Path serviceAccountKey = pki.resolve("service-account.key");
         Files.writeString(serviceAccountKey, newRsaKeyPem());
 
-        etcdPort = freePort();
-        int peerPort = freePort();
+        etcdPort = ListenPorts.free();
+        int peerPort = ListenPorts.free();
         start("etcd", List.of(bin.resolve("etcd").toString(),
                 "--name=default", "--data-dir=" + work.resolve("etcd"),
                 "--listen-client-urls=http://127.0.0.1:" + etcdPort, "--advertise-client-urls=http://127.0.0.1:" + etcdPort,
@@ -237,7 +237,7 @@ public final class ControlPlane {
                 "--listen-metrics-urls=", "--unsafe-no-fsync=true", "--quota-backend-bytes=8589934592"));
         awaitHttp("etcd", URI.create("http://127.0.0.1:" + etcdPort + "/health"));
 
-        int apiPort = freePort();
+        int apiPort = ListenPorts.free();
         startApiServer(apiPort, pki, serviceAccountKey);
         writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, Files.readAllBytes(pki.resolve("apiserver.crt")), token);
     }
@@ -385,6 +385,24 @@ public final class ControlPlane {
         commands.put(name, command);
     }
 
+    /**
+     * Whether a process started here still runs, and the last lines of its log: what a failed wait
+     * says, so that CI's output shows why without the logs folder.
+     */
+    synchronized String report(String name) {
+        Process process = processes.get(name);
+        String state = process == null ? "not started" : process.isAlive() ? "running" : "exited with " + process.exitValue();
+        Path log = work.resolve("logs").resolve(name + ".log");
+        List<String> lines;
+        try {
+            lines = Files.exists(log) ? Files.readAllLines(log, StandardCharsets.UTF_8) : List.of();
+        } catch (IOException | UncheckedIOException e) {
+            lines = List.of("(log unreadable: " + e.getMessage() + ")");
+        }
+        List<String> tail = lines.subList(Math.max(0, lines.size() - 8), lines.size());
+        return name + " " + state + "; the last lines of " + log + ":\n  " + String.join("\n  ", tail);
+    }
+
     /** Waits until the process answers 200 at this address; fails at once if it exits. */
     void awaitHttp(String name, URI uri) throws IOException {
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -464,14 +482,6 @@ public final class ControlPlane {
                     .encodeToString(pkcs8) + "\n-----END PRIVATE KEY-----\n";
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
-        }
-    }
-
-    static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 

@@ -8,6 +8,7 @@ import java.util.List;
 
 import static org.awaitility.Awaitility.await;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 
@@ -49,13 +50,13 @@ final class GangSchedulers implements AutoCloseable {
             // The operator's PodGroup RBAC, as the install's overlay for this scheduler grants it.
             cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
             String kubeconfig = "--kubeconfig=" + cluster.adminKubeconfig;
-            int schedulerHealth = ControlPlane.freePort();
+            int schedulerHealth = ListenPorts.free();
             cluster.start("vc-scheduler", List.of(bin.resolve("scheduler").toString(), kubeconfig, "--leader-elect=false",
-                    "--scheduler-name=volcano", "--listen-address=127.0.0.1:" + ControlPlane.freePort(),
+                    "--scheduler-name=volcano", "--listen-address=127.0.0.1:" + ListenPorts.free(),
                     "--enable-healthz", "--healthz-address=127.0.0.1:" + schedulerHealth, "--cache-dumper=false"));
-            int controllerHealth = ControlPlane.freePort();
+            int controllerHealth = ListenPorts.free();
             cluster.start("vc-controller-manager", List.of(bin.resolve("controller-manager").toString(), kubeconfig, "--leader-elect=false",
-                    "--controllers=queue-controller,pg-controller", "--listen-address=127.0.0.1:" + ControlPlane.freePort(),
+                    "--controllers=queue-controller,pg-controller", "--listen-address=127.0.0.1:" + ListenPorts.free(),
                     "--enable-healthz", "--healthz-address=127.0.0.1:" + controllerHealth));
             cluster.awaitHttp("vc-scheduler", URI.create("http://127.0.0.1:" + schedulerHealth + "/healthz"));
             cluster.awaitHttp("vc-controller-manager", URI.create("http://127.0.0.1:" + controllerHealth + "/healthz"));
@@ -99,7 +100,7 @@ final class GangSchedulers implements AutoCloseable {
                       - name: Coscheduling
                         args: {permitWaitingTimeSeconds: 10}
                     """.formatted(cluster.adminKubeconfig, COSCHEDULING));
-            int port = ControlPlane.freePort();
+            int port = ListenPorts.free();
             cluster.start(COSCHEDULING, List.of(binary.toString(), "--config=" + config, "--secure-port=" + port,
                     "--bind-address=127.0.0.1"));
             cluster.awaitHttp(COSCHEDULING, URI.create("https://127.0.0.1:" + port + "/healthz"));

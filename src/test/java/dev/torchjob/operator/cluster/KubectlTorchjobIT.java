@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -122,7 +123,7 @@ class KubectlTorchjobIT {
         assertOneLine("error: no kubeconfig: " + work.resolve("no-such.kubeconfig") + " does not exist (set KUBECONFIG or --kubeconfig to your cluster's)",
                 noConfig.run("torchjob", "get"));
         Path down = work.resolve("down.kubeconfig");
-        ControlPlane.writeKubeconfig(down, "https://127.0.0.1:" + ControlPlane.freePort(), install.cluster.certificateAuthority(), "x");
+        ControlPlane.writeKubeconfig(down, "https://127.0.0.1:" + ListenPorts.free(), install.cluster.certificateAuthority(), "x");
         Kubectl.Result unreachable = install.cluster.kubectl().withPlugins(work.resolve("plugins"), down).run("torchjob", "get");
         assertEquals(3, unreachable.exitCode());
         assertTrue(unreachable.err().startsWith("error: cannot reach the cluster at https://127.0.0.1:") && unreachable.err().lines().count() == 1,

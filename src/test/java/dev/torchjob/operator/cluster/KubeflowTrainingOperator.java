@@ -12,6 +12,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -47,11 +48,11 @@ final class KubeflowTrainingOperator implements AutoCloseable {
             // a Secret it expects to exist, then waits for the files a pod would mount from that Secret.
             admin.secrets().inNamespace(namespace).resource(new SecretBuilder().withNewMetadata().withName(CERT_SECRET)
                     .endMetadata().build()).create();
-            int probes = ControlPlane.freePort();
+            int probes = ListenPorts.free();
             List<String> command = new ArrayList<>(List.of("env", "MY_POD_NAMESPACE=" + namespace, binary.toString(),
                     "--kubeconfig=" + cluster.adminKubeconfig, "--enable-scheme=pytorchjob", "--namespace=" + namespace,
                     "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + probes,
-                    "--webhook-server-port=" + ControlPlane.freePort()));
+                    "--webhook-server-port=" + ListenPorts.free()));
             if (gangSchedulerName != null) {
                 command.add("--gang-scheduler-name=" + gangSchedulerName);
             }

@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
@@ -52,9 +53,9 @@ public final class KueueInstall implements AutoCloseable {
     private final ControlPlane cluster;
     private final Path binary;
     private final Path work;
-    private final int webhookPort = ControlPlane.freePort();
-    private final int healthPort = ControlPlane.freePort();
-    private final int metricsPort = ControlPlane.freePort();
+    private final int webhookPort = ListenPorts.free();
+    private final int healthPort = ListenPorts.free();
+    private final int metricsPort = ListenPorts.free();
 
     private KueueInstall(ControlPlane cluster, Path binary) {
         this.cluster = cluster;

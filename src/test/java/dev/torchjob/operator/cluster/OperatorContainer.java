@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import dev.torchjob.operator.testing.ExternalTools;
+import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -45,7 +46,7 @@ final class OperatorContainer implements BenchmarkedOperator {
     private static Duration buildTime;
 
     final String name;
-    final int httpPort = ControlPlane.freePort();
+    final int httpPort = ListenPorts.free();
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(5)).build();
 

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
 
 /**
@@ -28,7 +29,7 @@ public final class OperatorProcess implements BenchmarkedOperator {
     final Path log;
     private final Map<String, String> settings;
     private final boolean leaderElection;
-    private final int httpPort = ControlPlane.freePort();
+    private final int httpPort = ListenPorts.free();
     private Process process;
     private Duration startToReady;
     /** Plain HTTP/1.1 (no h2c upgrade attempt) and bounded: a request to a process that hangs must not hang the test. */

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -65,10 +66,10 @@ public final class RealNode implements AutoCloseable {
     private final Path containerdRoot;
     private final List<Path> images;
     private final Map<String, String> kernelBefore = new LinkedHashMap<>();
-    private final int kubeletPort = ControlPlane.freePort();
-    private final int corednsHealthPort = ControlPlane.freePort();
-    private final int corednsReadyPort = ControlPlane.freePort();
-    private final int kubeProxyHealthPort = ControlPlane.freePort();
+    private final int kubeletPort = ListenPorts.free();
+    private final int corednsHealthPort = ListenPorts.free();
+    private final int corednsReadyPort = ListenPorts.free();
+    private final int kubeProxyHealthPort = ListenPorts.free();
     private ApiServerRelay relay;
 
     private RealNode(ControlPlane cluster, Path bin, Path containerdRoot, List<Path> images) {
@@ -346,7 +347,7 @@ public final class RealNode implements AutoCloseable {
                 nodePortAddresses: ["%s/32"]
                 iptables: {localhostNodePorts: false, masqueradeAll: false}
                 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-                """.formatted(cluster.adminKubeconfig, NAME, GATEWAY, kubeProxyHealthPort, ControlPlane.freePort(), POD_RANGE, GATEWAY));
+                """.formatted(cluster.adminKubeconfig, NAME, GATEWAY, kubeProxyHealthPort, ListenPorts.free(), POD_RANGE, GATEWAY));
         startProcess("kube-proxy", List.of(bin.resolve("kube-proxy").toString(), "--config=" + config));
     }
 
@@ -357,6 +358,7 @@ public final class RealNode implements AutoCloseable {
                 var connection = (java.net.HttpURLConnection) URI.create("http://127.0.0.1:" + kubeProxyHealthPort + "/healthz").toURL()
                         .openConnection();
                 connection.setConnectTimeout(500);
+                connection.setReadTimeout(2000);
                 return connection.getResponseCode() == 200;
             } catch (IOException e) {
                 return false;
@@ -697,7 +699,7 @@ public final class RealNode implements AutoCloseable {
             }
             sleepQuietly(250);
         }
-        throw new IllegalStateException(what + " was not ready within " + READY_TIMEOUT + "; see " + cluster.work.resolve("logs"));
+        throw new IllegalStateException(what + " was not ready within " + READY_TIMEOUT + ": " + cluster.report(what));
     }
 
     private static void sleepQuietly(long millis) {

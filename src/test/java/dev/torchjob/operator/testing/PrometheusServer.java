@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -53,10 +52,7 @@ public final class PrometheusServer implements AutoCloseable {
     /** This Prometheus binary (tools/control-plane/prometheus.sh builds one with Kubernetes service discovery). */
     public static PrometheusServer start(Path prometheus, String scrapeConfigs) throws IOException {
         Path dir = Files.createTempDirectory("prometheus-");
-        int port;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            port = socket.getLocalPort();
-        }
+        int port = ListenPorts.free();
         Path config = dir.resolve("prometheus.yml");
         Files.writeString(config, """
                 global: {scrape_interval: 1s, evaluation_interval: 1s}
