@@ -22,7 +22,8 @@ import dev.torchjob.operator.cli.ClusterSession.Failure;
  */
 public final class TorchJobCli {
     public static final String PLUGIN_NAME = "kubectl-torchjob";
-    static final Set<String> HELP = Set.of("--help", "-h", "help");
+    /** The words that ask for help, for every command of this executable. */
+    public static final Set<String> HELP = Set.of("--help", "-h", "help");
     static final String USAGE = """
             kubectl torchjob: follow, wait for and read PyTorch training jobs (PyTorchTrainingJob and Kubeflow's PyTorchJob).
 

@@ -45,7 +45,7 @@ public final class LocalLauncher {
     private LocalLauncher() {
     }
 
-    static int launch(String[] args) {
+    public static int launch(String[] args) {
         PrintStream err = System.err;
         Path jobFile = null;
         String metricsPort = "8080";
@@ -109,7 +109,7 @@ public final class LocalLauncher {
             err.println("error: " + jobFile + ": " + torchrun.get());
             return EXIT_BAD_INPUT;
         }
-        Optional<String> portTaken = OperatorPreflight.portTaken(metricsPort, "127.0.0.1",
+        Optional<String> portTaken = HealthPort.taken(metricsPort, "127.0.0.1",
                 "Give another with --metrics-port PORT, or --metrics-port 0 for any free one.");
         if (portTaken.isPresent()) {
             err.println(portTaken.get());

@@ -24,7 +24,7 @@ import dev.torchjob.operator.testing.QuarkusSettings;
  * honours such a value silently (no warning), the native executable keeps the build's and ignores
  * it ({@link QuarkusSettings}). Looked at: what the code sets or reads, what the local mode passes,
  * the install manifests, the Helm chart, the container files and the docs. The operator itself
- * refuses such a setting at start (local/BuildTimeSettings), from the list checked here.
+ * refuses such a setting at start (main/BuildTimeSettings), from the list checked here.
  */
 class RunTimeSettingsTest {
     private static final Pattern ENV_NAME = Pattern.compile("\\bQUARKUS_[A-Z0-9_]+\\b");

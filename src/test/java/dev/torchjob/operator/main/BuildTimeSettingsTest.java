@@ -1,4 +1,4 @@
-package dev.torchjob.operator.local;
+package dev.torchjob.operator.main;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

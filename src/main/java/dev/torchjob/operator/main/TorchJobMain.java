@@ -1,4 +1,4 @@
-package dev.torchjob.operator.local;
+package dev.torchjob.operator.main;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -8,9 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.Set;
 
 import dev.torchjob.operator.cli.TorchJobCli;
+import dev.torchjob.operator.local.LocalLauncher;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.annotations.QuarkusMain;
 
@@ -22,7 +22,6 @@ import io.quarkus.runtime.annotations.QuarkusMain;
  */
 @QuarkusMain
 public class TorchJobMain {
-    static final Set<String> HELP = Set.of("--help", "-h", "help");
     static final String USAGE = """
             torchjob-operator: runs PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) and, when enabled,
             Kubeflow's PyTorchJob (kubeflow.org/v1) on Kubernetes.
@@ -66,7 +65,7 @@ public class TorchJobMain {
         if (args.length > 0 && "torchjob".equals(args[0])) {
             System.exit(TorchJobCli.run(List.of(args).subList(1, args.length), System.out, System.err));
         }
-        if (args.length > 0 && HELP.contains(args[0])) {
+        if (args.length > 0 && TorchJobCli.HELP.contains(args[0])) {
             System.out.print(USAGE);
             System.exit(0);
         }

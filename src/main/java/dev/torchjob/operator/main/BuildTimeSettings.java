@@ -1,4 +1,4 @@
-package dev.torchjob.operator.local;
+package dev.torchjob.operator.main;
 
 import java.io.BufferedReader;
 import java.io.IOException;

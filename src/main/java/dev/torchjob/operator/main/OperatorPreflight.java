@@ -1,8 +1,7 @@
-package dev.torchjob.operator.local;
+package dev.torchjob.operator.main;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.nio.file.Files;
@@ -13,6 +12,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import dev.torchjob.operator.local.HealthPort;
 import io.fabric8.kubernetes.client.Config;
 
 /**
@@ -36,27 +36,7 @@ final class OperatorPreflight {
                 .or(() -> Optional.ofNullable(System.getenv("QUARKUS_HTTP_PORT"))).orElse("8080");
         String host = Optional.ofNullable(System.getProperty("quarkus.http.host"))
                 .or(() -> Optional.ofNullable(System.getenv("QUARKUS_HTTP_HOST"))).orElse("0.0.0.0");
-        return portTaken(configured, host, "Set QUARKUS_HTTP_PORT (or -Dquarkus.http.port) to another port, 0 for any free one.");
-    }
-
-    /** The port cannot be bound: says which and how to move it ({@code howToMove}); empty when free or 0. */
-    static Optional<String> portTaken(String configured, String host, String howToMove) {
-        int port;
-        try {
-            port = Integer.parseInt(configured.strip());
-        } catch (NumberFormatException e) {
-            return Optional.of("error: the health and metrics port " + configured + " is not a number. " + howToMove);
-        }
-        if (port == 0) {
-            return Optional.empty();
-        }
-        try (ServerSocket probe = new ServerSocket()) {
-            probe.setReuseAddress(true);
-            probe.bind(new InetSocketAddress(host, port));
-            return Optional.empty();
-        } catch (IOException e) {
-            return Optional.of("error: port " + port + " (health and metrics) is in use on " + host + ". " + howToMove);
-        }
+        return HealthPort.taken(configured, host, "Set QUARKUS_HTTP_PORT (or -Dquarkus.http.port) to another port, 0 for any free one.");
     }
 
     /** The cluster the client would use, reachable within a few seconds, or what was tried and how to fix it. */
