@@ -3,7 +3,7 @@ package dev.torchjob.operator.cluster;
 import java.io.IOException;
 
 /** The operator under a benchmark, as a process or in its image: what it cost. */
-interface BenchmarkedOperator extends AutoCloseable {
+public interface BenchmarkedOperator extends AutoCloseable {
     double cpuSeconds() throws IOException;
 
     /** Resident memory now and its peak so far. */

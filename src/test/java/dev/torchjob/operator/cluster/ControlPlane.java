@@ -43,7 +43,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
  */
 public final class ControlPlane {
     /** Nodes kwok plays; enough pod slots for the benchmark (8 x 4000: its raw pods and the operator's). */
-    static final int NODES = 8;
+    public static final int NODES = 8;
     static final String NODE_ANNOTATION = "test.torchjob.dev/kwok-node";
     private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
     private static ControlPlane instance;
@@ -54,8 +54,8 @@ public final class ControlPlane {
     private final Path kubectlBinary;
     /** The Services' ClusterIPs; the kubernetes Service is the first, 10.96.0.1. */
     static final String SERVICE_RANGE = "10.96.0.0/16";
-    final Path work;
-    final Path adminKubeconfig;
+    public final Path work;
+    public final Path adminKubeconfig;
     private final boolean ownServers;
     private final Map<String, Process> processes = new LinkedHashMap<>();
     private final Map<String, List<String>> commands = new LinkedHashMap<>();
@@ -116,7 +116,7 @@ public final class ControlPlane {
      * nodes) next to this JVM's, for a test that installs what would clash with the shared install
      * (cluster-scoped names, CRDs another field manager owns). The caller stops it ({@link #stop()}).
      */
-    static ControlPlane separate(String name) {
+    public static ControlPlane separate(String name) {
         Path work = Path.of("target", "control-plane-" + name).toAbsolutePath();
         return startedApart(new ControlPlane(provision(), work, work.resolve("admin.kubeconfig"), true), "the control plane " + name,
                 ControlPlane::startServers);
@@ -127,7 +127,7 @@ public final class ControlPlane {
      * tools/control-plane/oldest-kubernetes.sh), with its own kubectl; nothing else runs: no controllers, no
      * scheduler, no kwok. The caller stops it ({@link #stop()}).
      */
-    static ControlPlane oldestClaimed() {
+    public static ControlPlane oldestClaimed() {
         List<String> printed = provisioned("oldest-kubernetes.sh");
         Path work = Path.of("target", "control-plane-oldest").toAbsolutePath();
         return startedApart(new ControlPlane(provision(), Path.of(printed.get(printed.size() - 1)), work,
@@ -168,7 +168,7 @@ public final class ControlPlane {
      * Runs a provisioning script of tools/control-plane (cold: it builds and caches; warm: a check) and
      * returns what it printed, line by line; its messages go to the test's output.
      */
-    static List<String> provisioned(String script, String... args) {
+    public static List<String> provisioned(String script, String... args) {
         List<String> command = new java.util.ArrayList<>(List.of("bash", Path.of("tools", "control-plane", script).toAbsolutePath().toString()));
         command.addAll(List.of(args));
         try {
@@ -431,7 +431,7 @@ public final class ControlPlane {
     }
 
     /** Stops what this JVM started, newest first. */
-    synchronized void stop() {
+    public synchronized void stop() {
         List<String> names = new ArrayList<>(processes.keySet());
         java.util.Collections.reverse(names);
         names.forEach(this::stopProcess);
@@ -441,7 +441,7 @@ public final class ControlPlane {
     }
 
     /** The PEM bytes of the CA the API server's certificate is checked against. */
-    byte[] certificateAuthority() throws IOException {
+    public byte[] certificateAuthority() throws IOException {
         if (ownServers) {
             return Files.readAllBytes(work.resolve("pki").resolve("apiserver.crt"));
         }
@@ -455,7 +455,7 @@ public final class ControlPlane {
         throw new IOException("the kubeconfig " + adminKubeconfig + " names no certificate authority for its cluster");
     }
 
-    static void writeKubeconfig(Path file, String server, byte[] caPem, String token) throws IOException {
+    public static void writeKubeconfig(Path file, String server, byte[] caPem, String token) throws IOException {
         String ca = Base64.getEncoder().encodeToString(caPem);
         Files.writeString(file, """
                 apiVersion: v1

@@ -20,17 +20,17 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
  * kube-scheduler with its coscheduling plugin, with its PodGroup CRD; each with the operator's PodGroup RBAC of its
  * install overlay. Stopped by the tests that started them.
  */
-final class GangSchedulers implements AutoCloseable {
+public final class GangSchedulers implements AutoCloseable {
     /** The PodGroup kinds, as the operator's setting names them. */
-    static final ResourceDefinitionContext PLUGINS_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
+    public static final ResourceDefinitionContext PLUGINS_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
             .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
-    static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
+    public static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
             .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
     static final ResourceDefinitionContext QUEUES = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
             .withVersion("v1beta1").withKind("Queue").withPlural("queues").withNamespaced(false).build();
     private static final List<String> VOLCANO = List.of("vc-scheduler", "vc-controller-manager");
     /** The second scheduler's name, as scheduler-plugins' own install names it. */
-    static final String COSCHEDULING = "scheduler-plugins-scheduler";
+    public static final String COSCHEDULING = "scheduler-plugins-scheduler";
 
     private final ControlPlane cluster;
 
@@ -39,7 +39,7 @@ final class GangSchedulers implements AutoCloseable {
     }
 
     /** Volcano's CRDs installed, its scheduler and controller manager started; returns once the default queue is Open. */
-    static GangSchedulers volcano(ControlPlane cluster) {
+    public static GangSchedulers volcano(ControlPlane cluster) {
         List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
         Path bin = Path.of(provisioned.get(0));
         Path module = Path.of(provisioned.get(1));
@@ -76,7 +76,7 @@ final class GangSchedulers implements AutoCloseable {
      * scheduler-plugins' kube-scheduler as a second scheduler named {@link #COSCHEDULING}, its Coscheduling
      * plugin on (queue sort and permit, as the project's own coscheduling config), with its PodGroup CRD.
      */
-    static GangSchedulers coscheduling(ControlPlane cluster) {
+    public static GangSchedulers coscheduling(ControlPlane cluster) {
         List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
         Path binary = Path.of(provisioned.get(2));
         Path module = Path.of(provisioned.get(3));

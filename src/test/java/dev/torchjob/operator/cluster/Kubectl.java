@@ -127,4 +127,9 @@ public final class Kubectl {
             return "";
         }
     }
+
+    /** The cells of one row of kubectl's table output (columns are two or more spaces apart). */
+    public static List<String> columns(String line) {
+        return List.of(line.trim().split("\\s{2,}"));
+    }
 }

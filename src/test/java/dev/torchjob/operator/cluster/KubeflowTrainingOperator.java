@@ -23,7 +23,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * namespace, with the administrator's kubeconfig. Stop this operator while it runs: both would act on
  * the same jobs.
  */
-final class KubeflowTrainingOperator implements AutoCloseable {
+public final class KubeflowTrainingOperator implements AutoCloseable {
     static final String PROCESS = "kubeflow-training-operator";
     /** Fixed in its code (pkg/cert): where a pod would mount the webhook certificate's Secret. */
     private static final Path CERTS = Path.of("/tmp/k8s-webhook-server/serving-certs");
@@ -39,7 +39,7 @@ final class KubeflowTrainingOperator implements AutoCloseable {
      * Started on {@code namespace} with {@code --gang-scheduler-name} (none when null); returns once it
      * is ready, its controllers registered.
      */
-    static KubeflowTrainingOperator start(ControlPlane cluster, String namespace, String gangSchedulerName) {
+    public static KubeflowTrainingOperator start(ControlPlane cluster, String namespace, String gangSchedulerName) {
         Path binary = Path.of(ControlPlane.provisioned("kubeflow-training-operator.sh").get(0));
         KubernetesClient admin = cluster.admin();
         KubeflowTrainingOperator operator = new KubeflowTrainingOperator(cluster);

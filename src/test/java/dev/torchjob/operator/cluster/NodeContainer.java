@@ -14,10 +14,10 @@ import io.fabric8.kubernetes.api.model.Pod;
  * memory limit) is read here, not from inside the container, so it holds for an image without a shell
  * (the native image has none).
  */
-record NodeContainer(long pid) {
+public record NodeContainer(long pid) {
 
     /** The main process of the pod's first container (containerd's task for the container ID the kubelet reports). */
-    static NodeContainer of(RealNode node, Pod pod) {
+    public static NodeContainer of(RealNode node, Pod pod) {
         String id = pod.getStatus().getContainerStatuses().get(0).getContainerID().replaceFirst("^containerd://", "");
         return node.ctr("tasks", "ls").out().lines().map(String::strip).filter(line -> line.startsWith(id + " "))
                 .map(line -> new NodeContainer(Long.parseLong(line.split("\\s+")[1])))
@@ -25,13 +25,13 @@ record NodeContainer(long pid) {
     }
 
     /** A line of the process's /proc status, without its name: {@code Uid}, {@code CapEff}, {@code VmRSS}... */
-    String status(String field) {
+    public String status(String field) {
         return read(Path.of("/proc", String.valueOf(pid), "status")).lines().filter(l -> l.startsWith(field + ":"))
                 .map(l -> l.substring(field.length() + 1).strip()).findFirst().orElse("");
     }
 
     /** The mount options of the container's root file system, as its own mount namespace has them. */
-    List<String> rootMountOptions() {
+    public List<String> rootMountOptions() {
         return read(Path.of("/proc", String.valueOf(pid), "mountinfo")).lines().map(l -> l.split(" "))
                 .filter(fields -> fields[4].equals("/")).map(fields -> List.of(fields[5].split(","))).findFirst().orElseThrow();
     }
@@ -41,7 +41,7 @@ record NodeContainer(long pid) {
      * absolute symbolic links are followed inside the container (Debian's /var/run is a link to /run),
      * where the kernel, walking from this machine, would follow them on the machine.
      */
-    Path file(String path) {
+    public Path file(String path) {
         Path root = Path.of("/proc", String.valueOf(pid), "root");
         Path resolved = root;
         for (Path name : Path.of(path).normalize()) {
@@ -53,12 +53,12 @@ record NodeContainer(long pid) {
     }
 
     /** The process first in the OOM killer's line when its cgroup runs out (raising a score needs no privilege). */
-    void firstForTheOomKiller() {
+    public void firstForTheOomKiller() {
         read(() -> Files.writeString(Path.of("/proc", String.valueOf(pid), "oom_score_adj"), "1000"));
     }
 
     /** The container's memory cgroup, as the machine mounts it (cgroup v1, the node's cgroupfs driver). */
-    Path memoryCgroup() {
+    public Path memoryCgroup() {
         return read(Path.of("/proc", String.valueOf(pid), "cgroup")).lines().map(l -> l.split(":", 3))
                 .filter(fields -> fields[1].equals("memory")).map(fields -> Path.of("/sys/fs/cgroup/memory" + fields[2]))
                 .findFirst().orElseThrow();

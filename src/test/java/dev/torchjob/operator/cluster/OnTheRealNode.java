@@ -9,7 +9,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * A test class whose jobs run on the real node: the shared operator runs, the node is held for the class
  * alone (another class using it waits), and each test leaves it free of pods.
  */
-final class OnTheRealNode implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
+public final class OnTheRealNode implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
     private static final ExtensionContext.Namespace HELD = ExtensionContext.Namespace.create(OnTheRealNode.class);
 
     @Override

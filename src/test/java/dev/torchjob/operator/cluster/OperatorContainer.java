@@ -39,8 +39,8 @@ import io.fabric8.kubernetes.api.model.apps.Deployment;
  * network (slirp4netns) and reaches the loopback API server as {@code kubernetes.default.svc}, a name
  * the API server's certificate holds, mapped to the host; its port 8080 is published on a free one.
  */
-final class OperatorContainer implements BenchmarkedOperator {
-    static final String IMAGE = "localhost/torchjob-operator:it";
+public final class OperatorContainer implements BenchmarkedOperator {
+    public static final String IMAGE = "localhost/torchjob-operator:it";
     private static final String SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
     private static final String API_SERVER_NAME = "kubernetes.default.svc";
     private static Duration buildTime;
@@ -54,7 +54,7 @@ final class OperatorContainer implements BenchmarkedOperator {
         this.name = name;
     }
 
-    static Path containerfile() {
+    public static Path containerfile() {
         return Path.of("native", PackagedOperator.isNative() ? "Containerfile" : "Containerfile.jvm");
     }
 
@@ -63,7 +63,7 @@ final class OperatorContainer implements BenchmarkedOperator {
      * made from Debian's packages when no registry is reachable, tools/images/base.sh), then the
      * Containerfile. Returns how long the build took.
      */
-    static synchronized Duration build() {
+    public static synchronized Duration build() {
         if (buildTime == null) {
             for (String tool : List.of("podman", "runc", "slirp4netns", "mmdebstrap")) {
                 ExternalTools.require(tool, "podman runc slirp4netns mmdebstrap");
@@ -77,7 +77,7 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** The image's size in bytes, as podman counts it (its layers uncompressed). */
-    static long imageSize() {
+    public static long imageSize() {
         return Long.parseLong(Podman.run(Duration.ofSeconds(30), "podman", "image", "inspect", "--format", "{{.Size}}", IMAGE)
                 .orFail().strip());
     }
@@ -86,7 +86,7 @@ final class OperatorContainer implements BenchmarkedOperator {
      * The operator's pod from the Deployment, started detached as {@code name}, authenticated with
      * {@code token}; {@code env} adds to or replaces the Deployment's environment.
      */
-    static OperatorContainer start(String name, ControlPlane cluster, String token, Map<String, String> env) throws IOException {
+    public static OperatorContainer start(String name, ControlPlane cluster, String token, Map<String, String> env) throws IOException {
         OperatorContainer container = new OperatorContainer(name);
         Podman.run(Duration.ofSeconds(30), "podman", "rm", "--force", "--ignore", name);
         List<String> command = new ArrayList<>(List.of("podman", "run", "--detach", "--name", name));
@@ -98,7 +98,7 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** The same pod run in the foreground with extra environment; its output and exit code. */
-    static Podman.Result runToEnd(String name, ControlPlane cluster, String token, Map<String, String> env, Duration timeout)
+    public static Podman.Result runToEnd(String name, ControlPlane cluster, String token, Map<String, String> env, Duration timeout)
             throws IOException {
         OperatorContainer container = new OperatorContainer(name);
         List<String> command = new ArrayList<>(List.of("podman", "run", "--rm", "--name", name));
@@ -168,13 +168,13 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** The readiness path of the Deployment's probe, or another path, answered on the published port. */
-    HttpResponse<String> get(String path) throws IOException, InterruptedException {
+    public HttpResponse<String> get(String path) throws IOException, InterruptedException {
         return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
                 .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** Waits until {@code path} answers 200; fails at once if the container ends. Returns how long that took. */
-    Duration awaitOk(String path, Duration timeout) throws IOException, InterruptedException {
+    public Duration awaitOk(String path, Duration timeout) throws IOException, InterruptedException {
         Instant start = Instant.now();
         while (Duration.between(start, Instant.now()).compareTo(timeout) < 0) {
             if (!running()) {
@@ -193,7 +193,7 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** Waits until the operator leads, as its {@code leader_election_master_status} gauge says. */
-    void awaitLeading(Duration timeout) throws IOException, InterruptedException {
+    public void awaitLeading(Duration timeout) throws IOException, InterruptedException {
         Instant deadline = Instant.now().plus(timeout);
         while (!get("/q/metrics").body().lines()
                 .anyMatch(l -> l.startsWith("leader_election_master_status{") && l.endsWith(" 1.0"))) {
@@ -214,7 +214,7 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** A line of the operator process's /proc status (Uid, VmRSS, VmHWM, …). */
-    String status(String field) throws IOException {
+    public String status(String field) throws IOException {
         return Files.readString(Path.of("/proc", String.valueOf(pid()), "status")).lines()
                 .filter(l -> l.startsWith(field + ":")).findFirst().orElseThrow().substring(field.length() + 1).strip();
     }
@@ -234,18 +234,18 @@ final class OperatorContainer implements BenchmarkedOperator {
         return ProcessMeasures.heapAfterGc(pid(), PackagedOperator.isNative(), PackagedOperator.isNative() ? get("/q/metrics").body() : "");
     }
 
-    String logs() {
+    public String logs() {
         return Podman.run(Duration.ofSeconds(30), "podman", "logs", name).out();
     }
 
     /** SIGTERM, as the kubelet stops a pod (grace period 30 s); how long it took to exit. */
-    Duration terminate() {
+    public Duration terminate() {
         Instant sent = Instant.now();
         Podman.run(Duration.ofSeconds(60), "podman", "stop", "--time", "30", name).orFail();
         return Duration.between(sent, Instant.now());
     }
 
-    int exitCode() {
+    public int exitCode() {
         return Integer.parseInt(Podman.run(Duration.ofSeconds(30), "podman", "inspect", "--format", "{{.State.ExitCode}}", name)
                 .orFail().strip());
     }
@@ -256,8 +256,8 @@ final class OperatorContainer implements BenchmarkedOperator {
     }
 
     /** podman with the settings of tools/images/containers.conf (runc; no default ulimits). */
-    static final class Podman {
-        record Result(List<String> command, int exitCode, String out) {
+    public static final class Podman {
+        public record Result(List<String> command, int exitCode, String out) {
             String orFail() {
                 if (exitCode != 0) {
                     throw new AssertionError(String.join(" ", command) + " exited with " + exitCode + ": " + out);
@@ -266,11 +266,11 @@ final class OperatorContainer implements BenchmarkedOperator {
             }
         }
 
-        static Result run(Duration timeout, String... command) {
+        public static Result run(Duration timeout, String... command) {
             return run(timeout, List.of(command));
         }
 
-        static Result run(Duration timeout, List<String> command) {
+        public static Result run(Duration timeout, List<String> command) {
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
             builder.environment().put("CONTAINERS_CONF", Path.of("tools", "images", "containers.conf").toAbsolutePath().toString());
             try {

@@ -19,8 +19,8 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * tests that kill or freeze the operator start their own.
  */
 public final class OperatorInstall {
-    static final String OPERATOR_NAMESPACE = "torchjob-system";
-    static final String SERVICE_ACCOUNT = "torchjob-operator";
+    public static final String OPERATOR_NAMESPACE = "torchjob-system";
+    public static final String SERVICE_ACCOUNT = "torchjob-operator";
     private static OperatorInstall instance;
 
     public final ControlPlane cluster;
@@ -41,7 +41,7 @@ public final class OperatorInstall {
     }
 
     /** Installs the operator into this cluster (the shared one, or one a test started and stops itself). */
-    static OperatorInstall into(ControlPlane cluster) {
+    public static OperatorInstall into(ControlPlane cluster) {
         Kubectl kubectl = cluster.kubectl();
         // As docs/install.md says (the Deployment is inert here: the tests run the operator themselves).
         kubectl.run("apply", "--server-side", "-k", "kubernetes/kubeflow/").orFail();
@@ -72,19 +72,19 @@ public final class OperatorInstall {
     }
 
     /** A bound token (TokenRequest API) of a ServiceAccount of the operator's namespace, as the kubelet mounts one. */
-    static String token(ControlPlane cluster, String serviceAccount) {
+    public static String token(ControlPlane cluster, String serviceAccount) {
         return token(cluster, OPERATOR_NAMESPACE, serviceAccount);
     }
 
     /** A bound token of a ServiceAccount of any namespace: a user with exactly the rights its RoleBindings give. */
-    static String token(ControlPlane cluster, String namespace, String serviceAccount) {
+    public static String token(ControlPlane cluster, String namespace, String serviceAccount) {
         return cluster.admin().serviceAccounts().inNamespace(namespace).withName(serviceAccount)
                 .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
                 .getStatus().getToken();
     }
 
     /** A kubeconfig with the operator's identity (its ServiceAccount's token). */
-    Path operatorKubeconfig() {
+    public Path operatorKubeconfig() {
         return operatorKubeconfig;
     }
 

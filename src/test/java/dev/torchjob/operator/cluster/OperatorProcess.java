@@ -26,7 +26,7 @@ public final class OperatorProcess implements BenchmarkedOperator {
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final Path kubeconfig;
-    final Path log;
+    public final Path log;
     private final Map<String, String> settings;
     private final boolean leaderElection;
     private final int httpPort = ListenPorts.free();

@@ -7,7 +7,7 @@ import java.nio.file.Path;
  * cluster running the Prometheus Operator has them: the project's own CRD files, from its Go module
  * ({@code tools/control-plane/prometheus-operator-crds.sh}). Installed once per test JVM.
  */
-final class PrometheusOperatorCrds {
+public final class PrometheusOperatorCrds {
     static final String SERVICE_MONITORS = "servicemonitors.monitoring.coreos.com";
     static final String PROMETHEUS_RULES = "prometheusrules.monitoring.coreos.com";
     /** The control planes they are installed in (the shared one, and any a test starts of its own). */
@@ -16,7 +16,7 @@ final class PrometheusOperatorCrds {
     private PrometheusOperatorCrds() {
     }
 
-    static synchronized void install(ControlPlane cluster) {
+    public static synchronized void install(ControlPlane cluster) {
         if (INSTALLED.contains(cluster)) {
             return;
         }

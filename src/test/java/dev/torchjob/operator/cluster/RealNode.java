@@ -8,11 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.Node;
@@ -29,7 +25,8 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
  * of its own ({@link #BRIDGE}, {@link #POD_RANGE}) with no route out of it (the pods get no default
  * route, the host forwards nothing), and CoreDNS answers the cluster's names and forwards nothing.
  * Everything it leaves on the machine (mounts, cgroups, the bridge, the kubelet's iptables chains and
- * kernel settings) is put back by {@link #close()}, and by the next start after a run that was killed.
+ * kernel settings) is put back by {@link #close()}, and by the next start after a run that was killed
+ * ({@link NodeHost}: the machine under the node).
  *
  * <p>Started by the tests that need a kubelet ({@link #get()}); while they run, {@link #exclusive()}
  * keeps other pods off the kwok nodes' way: the kwok nodes are cordoned, so the scheduler places the
@@ -42,30 +39,20 @@ public final class RealNode implements AutoCloseable {
     static final String POD_RANGE = "10.250.0.0/24";
     static final String GATEWAY = "10.250.0.1";
     /** Where the node keeps what it runs (fixed, so a run killed half-way is found and cleaned up by the next). */
-    static final Path STATE = Path.of("/run/torchjob-node");
-    /** What the kubelet sets at start (setupKernelTunables), and forwarding, which the node does not need. */
-    private static final List<String> KERNEL_SETTINGS = List.of("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
-            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
-            "net/ipv4/conf/all/route_localnet");
+    public static final Path STATE = Path.of("/run/torchjob-node");
     /** Where the pods reach the API server: the relay on the bridge's address ({@link ApiServerRelay}). */
     static final int API_SERVER_RELAY_PORT = 6443;
-    /** Our own iptables chain: nothing a pod sends is forwarded off the bridge. */
-    private static final String GUARD_CHAIN = "TORCHJOB-NODE";
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
-    private static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller";
+    static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller";
     /** Deployments and ReplicaSets, while a test runs the operator's own Deployment on this node ({@link #workloads()}). */
-    private static final String WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller";
-    /** Fixed paths the kubelet uses outside its root folder. */
-    private static final List<Path> OUTSIDE_STATE = List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"));
-    /** Marks a folder the node made outside its state (and so removes), as opposed to one that was there. */
-    private static final String MADE_HERE = ".made-by-torchjob-real-node";
+    static final String WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller";
     private static RealNode instance;
 
     private final ControlPlane cluster;
     private final Path bin;
     private final Path containerdRoot;
     private final List<Path> images;
-    private final Map<String, String> kernelBefore = new LinkedHashMap<>();
+    private final NodeHost host = new NodeHost();
     private final int kubeletPort = ListenPorts.free();
     private final int corednsHealthPort = ListenPorts.free();
     private final int corednsReadyPort = ListenPorts.free();
@@ -136,32 +123,10 @@ public final class RealNode implements AutoCloseable {
     }
 
     private void start() throws IOException {
-        cleanUp(); // what a killed run left
+        NodeHost.cleanUp(); // what a killed run left
         Files.createDirectories(STATE);
         Files.createDirectories(containerdRoot);
-        for (Path fixed : OUTSIDE_STATE) {
-            Path topmostNew = null;
-            for (Path p = fixed; p != null && !Files.exists(p); p = p.getParent()) {
-                topmostNew = p;
-            }
-            if (topmostNew != null) {
-                Files.createDirectories(fixed);
-                Files.createFile(topmostNew.resolve(MADE_HERE)); // found and removed by the next start if this run is killed
-            }
-        }
-        // The bridge and its address first: CoreDNS and the API server's relay bind to it. The pods' only
-        // route is to the Services' range, through the node (CNI config below), where kube-proxy sends it
-        // to a pod or to the relay; whatever else reaches the node from the bridge is never forwarded.
-        command("ip", "link", "add", BRIDGE, "type", "bridge");
-        // Its MAC address set to itself, as the CNI bridge plugin does for a bridge it makes: a bridge left to
-        // choose takes the lowest of its ports' and changes when that pod goes, and every other pod, holding
-        // the old one for the gateway, lost CoreDNS and the Services for 30-50 s (PyTorch's rendezvous stalled).
-        command("ip", "link", "set", BRIDGE, "address", Files.readString(Path.of("/sys/class/net", BRIDGE, "address")).strip());
-        command("ip", "addr", "add", GATEWAY + "/24", "dev", BRIDGE);
-        command("ip", "link", "set", BRIDGE, "up");
-        command("iptables", "-N", GUARD_CHAIN);
-        command("iptables", "-A", GUARD_CHAIN, "-i", BRIDGE, "!", "-o", BRIDGE, "-j", "DROP");
-        command("iptables", "-I", "FORWARD", "-j", GUARD_CHAIN);
+        host.prepare(GATEWAY);
         writeCniConfig();
         startContainerd();
         importImages();
@@ -169,13 +134,12 @@ public final class RealNode implements AutoCloseable {
         startExtraControllers();
         relay = ApiServerRelay.start(GATEWAY, API_SERVER_RELAY_PORT, URI.create(cluster.admin().getConfiguration().getMasterUrl()));
         publishApiServer();
-        KERNEL_SETTINGS.forEach(s -> kernelBefore.put(s, readSysctl(s)));
-        System.out.println("[real-node] kernel settings before the kubelet and kube-proxy: " + kernelBefore);
+        host.recordKernelSettings();
         startKubeProxy();
         startKubelet();
         awaitReady();
         awaitKubeProxy();
-        restoreKernelSettings(); // the kubelet and kube-proxy changed them at start, not again later
+        host.restoreKernelSettings(); // the kubelet and kube-proxy changed them at start, not again later
     }
 
     private void writeCniConfig() throws IOException {
@@ -246,7 +210,7 @@ public final class RealNode implements AutoCloseable {
                 """.formatted(containerdRoot, STATE.resolve("containerd/state"), socket(), socket(), registries,
                 STATE.resolve("cni/net.d"), STATE.resolve("runc")));
         startProcess("containerd", List.of(bin.resolve("containerd").toString(), "--config", config.toString()));
-        await("containerd", () -> Files.exists(socket()) && ctr("version").exitCode == 0);
+        await("containerd", () -> Files.exists(socket()) && ctr("version").exitCode() == 0);
     }
 
     /** Imports each image archive once into containerd's store, which is kept between runs (its names carry their content). */
@@ -256,9 +220,9 @@ public final class RealNode implements AutoCloseable {
             if (Files.exists(marker)) {
                 continue;
             }
-            Result imported = ctr("images", "import", image.toString());
-            if (imported.exitCode != 0) {
-                throw new IllegalStateException("ctr could not import " + image + ": " + imported.out);
+            NodeHost.Result imported = ctr("images", "import", image.toString());
+            if (imported.exitCode() != 0) {
+                throw new IllegalStateException("ctr could not import " + image + ": " + imported.out());
             }
             Files.createFile(marker);
         }
@@ -266,9 +230,9 @@ public final class RealNode implements AutoCloseable {
 
     /** The image arrives on the node under another name too ({@code ctr images tag}): as if it had been pulled. */
     public void tagImage(String image, String name) {
-        Result tagged = ctr("images", "tag", "--force", image, name);
-        if (tagged.exitCode != 0) {
-            throw new IllegalStateException("ctr could not tag " + image + " as " + name + ": " + tagged.out);
+        NodeHost.Result tagged = ctr("images", "tag", "--force", image, name);
+        if (tagged.exitCode() != 0) {
+            throw new IllegalStateException("ctr could not tag " + image + " as " + name + ": " + tagged.out());
         }
     }
 
@@ -280,14 +244,14 @@ public final class RealNode implements AutoCloseable {
         Path archive = STATE.resolve("import.tar");
         Files.deleteIfExists(archive);
         List<String> save = List.of("podman", "save", "--quiet", "--format", "docker-archive", "-o", archive.toString(), podmanImage);
-        Result saved = exec(save);
-        if (saved.exitCode != 0) {
-            throw new IllegalStateException("podman could not save " + podmanImage + ": " + saved.out);
+        NodeHost.Result saved = NodeHost.exec(save);
+        if (saved.exitCode() != 0) {
+            throw new IllegalStateException("podman could not save " + podmanImage + ": " + saved.out());
         }
-        Result imported = ctr("images", "import", archive.toString());
+        NodeHost.Result imported = ctr("images", "import", archive.toString());
         Files.deleteIfExists(archive);
-        if (imported.exitCode != 0) {
-            throw new IllegalStateException("ctr could not import " + podmanImage + ": " + imported.out);
+        if (imported.exitCode() != 0) {
+            throw new IllegalStateException("ctr could not import " + podmanImage + ": " + imported.out());
         }
         tagImage(podmanImage, name);
     }
@@ -494,195 +458,32 @@ public final class RealNode implements AutoCloseable {
         cluster.kubectl().run("delete", "endpointslice", "kubernetes", "-n", "default", "--ignore-not-found");
         if (Files.exists(socket())) {
             // Every container of the node's pods, then containerd.
-            for (String task : ctr("tasks", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+            for (String task : ctr("tasks", "ls", "-q").out().lines().filter(l -> !l.isBlank()).toList()) {
                 ctr("tasks", "kill", "-s", "SIGKILL", task);
             }
             sleepQuietly(500);
-            for (String task : ctr("tasks", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+            for (String task : ctr("tasks", "ls", "-q").out().lines().filter(l -> !l.isBlank()).toList()) {
                 ctr("tasks", "rm", "-f", task);
             }
-            for (String container : ctr("containers", "ls", "-q").out.lines().filter(l -> !l.isBlank()).toList()) {
+            for (String container : ctr("containers", "ls", "-q").out().lines().filter(l -> !l.isBlank()).toList()) {
                 ctr("containers", "rm", container);
             }
         }
         cluster.stopProcess("containerd");
-        restoreKernelSettings();
+        host.restoreKernelSettings();
         try {
-            cleanUp();
+            NodeHost.cleanUp();
         } catch (IOException e) {
             System.err.println("[real-node] clean-up incomplete: " + e.getMessage());
         }
     }
 
-    /**
-     * Removes what a node leaves on the machine: the processes of a run that was killed (the kubelet, containerd,
-     * its shims and CoreDNS name {@link #STATE} on their command lines; the pods' processes are in the kubepods
-     * cgroups), its mounts, state, bridge, cgroups and the kubelet's iptables chains.
-     */
-    static void cleanUp() throws IOException {
-        try (var processes = Files.list(Path.of("/proc"))) {
-            for (Path process : processes.filter(p -> p.getFileName().toString().matches("\\d+")).toList()) {
-                String commandLine;
-                try (var in = Files.newInputStream(process.resolve("cmdline"))) {
-                    commandLine = new String(in.readAllBytes(), StandardCharsets.UTF_8).replace('\0', ' ');
-                } catch (IOException e) {
-                    continue; // gone meanwhile
-                }
-                if (commandLine.contains(STATE.toString()) || commandLine.contains(EXTRA_CONTROLLERS)
-                        || commandLine.contains(WORKLOAD_CONTROLLERS)) {
-                    commandQuietly("kill", "-9", process.getFileName().toString());
-                }
-            }
-        }
-        killCgroupProcesses(Path.of("/sys/fs/cgroup/pids/kubepods"));
-        // Deepest first: pods' volumes and netns under the kubelet's and containerd's state, overlay mounts.
-        List<String> mounts = Files.readAllLines(Path.of("/proc/self/mounts")).stream().map(l -> l.split(" ")[1])
-                .map(m -> m.replace("\\040", " "))
-                .filter(m -> m.startsWith(STATE.toString()) || m.contains("/containerd-root/"))
-                .sorted(Comparator.comparingInt(String::length).reversed()).toList();
-        for (String mount : mounts) {
-            commandQuietly("umount", "-l", mount);
-        }
-        deleteQuietly(STATE);
-        for (Path fixed : OUTSIDE_STATE) {
-            for (Path p = fixed; p != null; p = p.getParent()) {
-                if (Files.exists(p.resolve(MADE_HERE))) {
-                    deleteQuietly(p);
-                    break;
-                }
-            }
-        }
-        commandQuietly("ip", "link", "delete", BRIDGE);
-        removeIptablesChains();
-        try (var controllers = Files.list(Path.of("/sys/fs/cgroup"))) {
-            for (Path controller : controllers.toList()) {
-                Path kubepods = controller.resolve("kubepods");
-                if (Files.isDirectory(kubepods)) {
-                    removeCgroup(kubepods);
-                }
-            }
-        }
-    }
-
-    /**
-     * The kubelet's and kube-proxy's chains (KUBE-*) and ours, with every rule that jumps to them: the
-     * rules as iptables-save prints them, less those, restored table by table.
-     */
-    private static void removeIptablesChains() {
-        for (String table : List.of("filter", "nat", "mangle")) {
-            Result saved = exec(List.of("iptables-save", "-t", table));
-            if (saved.exitCode != 0 || saved.out == null) {
-                continue;
-            }
-            List<String> lines = saved.out.lines().toList();
-            List<String> kept = lines.stream().filter(l -> !(l.contains("KUBE-") || l.contains(GUARD_CHAIN))).toList();
-            if (kept.size() == lines.size()) {
-                continue;
-            }
-            try {
-                Process restore = new ProcessBuilder("iptables-restore", "-T", table).redirectErrorStream(true).start();
-                restore.getOutputStream().write((String.join("\n", kept) + "\n").getBytes(StandardCharsets.UTF_8));
-                restore.getOutputStream().close();
-                String out = new String(restore.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                if (restore.waitFor() != 0) {
-                    System.err.println("[real-node] iptables-restore of " + table + " failed: " + out);
-                }
-            } catch (IOException e) {
-                System.err.println("[real-node] iptables-restore of " + table + ": " + e.getMessage());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    /** Kills every process in the cgroup and below (the containers of a node whose kubelet is gone). */
-    private static void killCgroupProcesses(Path dir) throws IOException {
-        if (!Files.isDirectory(dir)) {
-            return;
-        }
-        try (var all = Files.walk(dir)) {
-            for (Path procs : all.filter(p -> p.getFileName().toString().equals("cgroup.procs")).toList()) {
-                for (String pid : Files.readAllLines(procs)) {
-                    if (!pid.isBlank()) {
-                        commandQuietly("kill", "-9", pid.strip());
-                    }
-                }
-            }
-        }
-        sleepQuietly(500);
-    }
-
-    /** A cgroup goes with rmdir, children first (its files cannot be deleted). */
-    private static void removeCgroup(Path dir) throws IOException {
-        try (var children = Files.list(dir)) {
-            for (Path child : children.filter(Files::isDirectory).toList()) {
-                removeCgroup(child);
-            }
-        }
-        commandQuietly("rmdir", dir.toString());
-    }
-
-    private void restoreKernelSettings() {
-        kernelBefore.forEach((setting, value) -> {
-            try {
-                String now = readSysctl(setting);
-                if (value != null && !value.equals(now)) {
-                    Files.writeString(Path.of("/proc/sys", setting), value);
-                    System.out.println("[real-node] put back " + setting + " " + now + " -> " + value);
-                }
-            } catch (IOException e) {
-                System.err.println("[real-node] could not put back " + setting + "=" + value + ": " + e.getMessage());
-            }
-        });
-    }
-
-    private static String readSysctl(String setting) {
-        // Not Files.readString: procfs reports a size of 0, and Java 17 reads one byte of such a file.
-        try (var in = Files.newInputStream(Path.of("/proc/sys", setting))) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
-        } catch (IOException e) {
-            return null;
-        }
-    }
-
-    record Result(int exitCode, String out) {
-    }
-
-    Result ctr(String... args) {
+    NodeHost.Result ctr(String... args) {
         List<String> command = new ArrayList<>(List.of(bin.resolve("ctr").toString(), "--address", socket().toString(), "-n", "k8s.io"));
         command.addAll(List.of(args));
-        return exec(command);
+        return NodeHost.exec(command);
     }
 
-    private static Result exec(List<String> command) {
-        try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(5, TimeUnit.MINUTES)) {
-                p.destroyForcibly();
-                return new Result(-1, out);
-            }
-            return new Result(p.exitValue(), out);
-        } catch (IOException e) {
-            return new Result(-1, e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Result(-1, "interrupted");
-        }
-    }
-
-    private static void command(String... command) {
-        Result result = exec(List.of(command));
-        if (result.exitCode != 0) {
-            throw new IllegalStateException(String.join(" ", command) + " failed: " + result.out.strip());
-        }
-    }
-
-    private static int commandQuietly(String... command) {
-        return exec(List.of(command)).exitCode;
-    }
-
-    /** Runs a provisioning script; its messages go to the test's output, its last lines are returned. */
     private interface Check {
         boolean done() throws Exception;
     }
@@ -706,14 +507,4 @@ public final class RealNode implements AutoCloseable {
         ControlPlane.sleep(millis);
     }
 
-    private static void deleteQuietly(Path path) {
-        if (!Files.exists(path)) {
-            return;
-        }
-        try (var all = Files.walk(path)) {
-            all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            System.err.println("[real-node] could not delete " + path + ": " + e.getMessage());
-        }
-    }
 }

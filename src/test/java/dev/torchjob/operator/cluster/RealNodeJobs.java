@@ -18,8 +18,8 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * Jobs on the real node, as the tests that run them write and read them: T9k replica groups on the
  * examples image, submitted with kubectl, awaited to their outcome, their logs and events read.
  */
-final class RealNodeJobs {
-    static final Duration TRAINING = Duration.ofMinutes(4);
+public final class RealNodeJobs {
+    public static final Duration TRAINING = Duration.ofMinutes(4);
 
     private RealNodeJobs() {
     }
@@ -37,7 +37,7 @@ final class RealNodeJobs {
      * job's pods stay after it ended: cleanUpPolicy None) and waits until they are gone, so that the
      * next test finds the node's two CPUs free. The operator's own namespace is left alone.
      */
-    static void freeTheNode() {
+    public static void freeTheNode() {
         KubernetesClient admin = admin();
         java.util.Set<String> namespaces = podsOnTheNode(admin).stream().map(p -> p.getMetadata().getNamespace())
                 .filter(ns -> !ns.equals(OperatorInstall.OPERATOR_NAMESPACE)).collect(java.util.stream.Collectors.toSet());
@@ -55,7 +55,7 @@ final class RealNodeJobs {
     }
 
     /** A replica group of one replica that trains train.py for that many epochs. */
-    static String training(String type, String policy, int epochs) {
+    public static String training(String type, String policy, int epochs) {
         return replica(type, policy, """
                 command: [python, train.py]
                 env: [{name: EPOCHS, value: "%d"}]
@@ -64,7 +64,7 @@ final class RealNodeJobs {
     }
 
     /** A T9k replica group of one replica on the examples image: {@code container} is the rest of its container, {@code pod} of its pod spec. */
-    static String replica(String type, String policy, String container, String pod) {
+    public static String replica(String type, String policy, String container, String pod) {
         return """
                 - type: %s
                   replicas: 1
@@ -81,7 +81,7 @@ final class RealNodeJobs {
      * A worker group of one replica (ExitCode) whose training exits with {@code exitCode} the first time,
      * then trains: its marker that it failed once is kept in a folder on the node's disk, named {@code marker}.
      */
-    static String workerFailingOnce(int exitCode, Path marker) {
+    public static String workerFailingOnce(int exitCode, Path marker) {
         return replica("worker", "ExitCode", """
                 command: [python, /workspace/train.py]
                 workingDir: /marker
@@ -92,7 +92,7 @@ final class RealNodeJobs {
     }
 
     /** A worker group of one replica (ExitCode) that exits with {@code exitCode} at once, every time. */
-    static String workerExiting(int exitCode) {
+    public static String workerExiting(int exitCode) {
         return replica("worker", "ExitCode", """
                 command: [python, train.py]
                 env: [{name: FAIL_ONCE_EXIT_CODE, value: "%d"}, {name: FAIL_RANKS, value: "1"}]
@@ -101,11 +101,11 @@ final class RealNodeJobs {
     }
 
     /** A folder on the node's disk that outlives the pods (a replica's marker that it already failed once). */
-    static String markerVolume(Path marker) {
+    public static String markerVolume(Path marker) {
         return "volumes: [{name: marker, hostPath: {path: " + marker + ", type: DirectoryOrCreate}}]\n";
     }
 
-    static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
+    public static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
         String manifest = """
                 apiVersion: batch.tensorstack.dev/v1beta1
                 kind: PyTorchTrainingJob
@@ -117,11 +117,11 @@ final class RealNodeJobs {
         kubectl().runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
     }
 
-    static PyTorchTrainingJob t9k(String ns, String name) {
+    public static PyTorchTrainingJob t9k(String ns, String name) {
         return admin().resources(PyTorchTrainingJob.class).inNamespace(ns).withName(name).get();
     }
 
-    static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
+    public static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
         await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
             PyTorchTrainingJob job = t9k(ns, name);
             return job != null && job.getStatus() != null && job.getStatus().phase != null && job.getStatus().phase.isTerminal();
@@ -133,24 +133,24 @@ final class RealNodeJobs {
     }
 
     /** When the kubelet took the first line with {@code text}: `kubectl logs --timestamps`. */
-    static java.time.Instant loggedAt(String ns, String pod, String text) {
+    public static java.time.Instant loggedAt(String ns, String pod, String text) {
         String line = kubectl().run("logs", "--timestamps", "-n", ns, pod).orFail().out().lines().filter(l -> l.contains(text))
                 .findFirst().orElseThrow(() -> new AssertionError(text + " not in the log of " + pod));
         return java.time.Instant.parse(line.substring(0, line.indexOf(' ')));
     }
 
-    static String logs(String ns, String pod) {
+    public static String logs(String ns, String pod) {
         return kubectl().run("logs", "-n", ns, pod).orFail().out();
     }
 
-    static String finalAccuracy(String log) {
+    public static String finalAccuracy(String log) {
         Matcher m = Pattern.compile("final accuracy ([0-9.]+)").matcher(log);
         assertTrue(m.find(), "a final accuracy in " + log);
         return m.group(1);
     }
 
     /** The messages of the job events with this reason (all of them for null). */
-    static List<String> events(String ns, String reason) {
+    public static List<String> events(String ns, String reason) {
         return admin().v1().events().inNamespace(ns).list().getItems().stream()
                 .filter(e -> reason == null || reason.equals(e.getReason()))
                 .map(e -> reason == null ? e.getReason() + ": " + e.getMessage() : e.getMessage()).toList();

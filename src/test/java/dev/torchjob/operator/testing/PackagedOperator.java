@@ -103,8 +103,8 @@ public final class PackagedOperator {
 
     /**
      * The operator's executable as a kubectl plugin in this folder, as docs/user-guide.md installs it:
-     * the native executable linked as kubectl-torchjob, or for the jar a two-line script that runs
-     * {@code java -jar ... torchjob "$@"}. Returns the folder (for PATH).
+     * the native executable linked as kubectl-torchjob, or for the jar the launcher the user guide links,
+     * {@code bin/kubectl-torchjob}. Returns the folder (for PATH).
      */
     public static Path asKubectlPlugin(Path folder) throws IOException {
         Files.createDirectories(folder);
@@ -113,9 +113,7 @@ public final class PackagedOperator {
         if (isNative()) {
             Files.createSymbolicLink(plugin, RUNNER.toAbsolutePath());
         } else {
-            Files.writeString(plugin, "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java") + " -jar "
-                    + RUNNER.toAbsolutePath() + " torchjob \"$@\"\n");
-            plugin.toFile().setExecutable(true);
+            Files.createSymbolicLink(plugin, Path.of("bin", "kubectl-torchjob").toAbsolutePath());
         }
         return folder;
     }

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,6 +22,11 @@ import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.KueueInstall;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.KueueStandIn;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -104,7 +109,7 @@ class KueueIT {
             assertEquals(List.of(), cluster.pods());
             // What `kubectl torchjob` tells the user meanwhile: the queue, and not admitted.
             Kubectl plugin = install.kubectlWithPlugin();
-            List<String> row = KubectlIT.columns(plugin.run("torchjob", "get", "j", "-n", cluster.namespace).orFail().out().lines().toList().get(1));
+            List<String> row = Kubectl.columns(plugin.run("torchjob", "get", "j", "-n", cluster.namespace).orFail().out().lines().toList().get(1));
             assertEquals(List.of("j", "PyTorchTrainingJob", "Pending", "3"), row.subList(0, 4));
             assertEquals("user-queue", row.get(5));
             Kubectl.Result notAdmitted = plugin.run("torchjob", "wait", "j", "-n", cluster.namespace, "--for", "Admitted", "--timeout", "1s");

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.realnode;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -23,6 +23,14 @@ import org.junit.jupiter.api.TestMethodOrder;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.DocumentedHelm;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.NodeContainer;
+import dev.torchjob.operator.cluster.OperatorContainer;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.RealNode;
+import dev.torchjob.operator.cluster.RealNodeJobs;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -335,23 +343,23 @@ class OperatorInClusterIT {
                 "meta.helm.sh/release-namespace=" + NAMESPACE, "--overwrite").orFail();
         kubectl.run("label", "crd", CRD, "app.kubernetes.io/managed-by=Helm", "--overwrite").orFail();
 
-        List<String> readme = HelmInstallIT.documented("install").get(0);
+        List<String> readme = DocumentedHelm.documented("install").get(0);
         String repository = readme.stream().filter(a -> a.startsWith("image.repository=")).findFirst().orElseThrow().split("=", 2)[1];
         node.tagImage(OperatorContainer.IMAGE, repository + ":0.1.0");
         node.tagImage(OperatorContainer.IMAGE, repository + ":0.1.1");
         Path kubeconfig = install.cluster.adminKubeconfig;
         try {
-            assertEquals("deployed", HelmInstallIT.install(readme, kubeconfig).call().getStatus(), String.join(" ", readme));
+            assertEquals("deployed", DocumentedHelm.install(readme, kubeconfig).call().getStatus(), String.join(" ", readme));
             kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
             assertEquals(List.of(repository + ":0.1.0", repository + ":0.1.0"), operatorImages(), "the README's image, the chart's appVersion");
 
-            List<String> upgrade = HelmInstallIT.documented("upgrade").get(0);
+            List<String> upgrade = DocumentedHelm.documented("upgrade").get(0);
             jobsRunAndFailThrough("helm upgrade", () -> assertEquals("2",
-                    HelmInstallIT.upgrade(upgrade, kubeconfig).set("image.tag", "0.1.1").call().getRevision()));
+                    DocumentedHelm.upgrade(upgrade, kubeconfig).set("image.tag", "0.1.1").call().getRevision()));
             assertEquals(List.of(repository + ":0.1.1", repository + ":0.1.1"), operatorImages(),
                     "the new tag, and the repository the install set kept by the documented upgrade");
         } finally {
-            HelmInstallIT.uninstall(HelmInstallIT.documented("uninstall").get(0), kubeconfig);
+            DocumentedHelm.uninstall(DocumentedHelm.documented("uninstall").get(0), kubeconfig);
         }
         await().atMost(Duration.ofMinutes(1)).until(() -> operatorPods().isEmpty());
         assertTrue(kubectl.run("get", "crd", CRD).exitCode() == 0, "the CRD, and with it every job, stays");

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -20,30 +19,23 @@ import org.junit.jupiter.params.provider.CsvSource;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.KwokKubelet;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
+import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.reconciler.PyTorchJobTestJobs;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
  * The job lifecycle end to end on the real control plane: the real scheduler binds the pods to
  * kwok nodes, kwok runs and ends them, the real garbage collector removes what a deleted job owned.
  */
-class JobLifecycleIT {
+class JobLifecycleIT extends OnTheSharedOperator {
     static final Duration WAIT = Duration.ofSeconds(60);
-    static OperatorInstall install;
-    static KubernetesClient admin;
-
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        admin = install.cluster.admin();
-    }
-
 
     /** A master and two workers, all Running on kwok nodes. */
     static OperatorHarness running(String prefix, String policy, String runPolicy) {

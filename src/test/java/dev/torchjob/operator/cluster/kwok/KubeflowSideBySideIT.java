@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -14,6 +14,11 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.GangSchedulers;
+import dev.torchjob.operator.cluster.KubeflowTrainingOperator;
+import dev.torchjob.operator.cluster.KwokKubelet;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;

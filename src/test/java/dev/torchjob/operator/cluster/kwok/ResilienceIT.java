@@ -1,6 +1,5 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
-import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -24,7 +23,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.testing.UserEdits;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
@@ -48,7 +51,6 @@ class ResilienceIT {
     static void sharedOperatorBack() {
         install.operator();
     }
-
 
     /** The job restarted as a group: the failed replica's new pod runs, the job succeeds with that one restart counted, one pod per replica. */
     static void succeedsAfterOneRestart(OperatorHarness cluster, String replica, String failedUid) {

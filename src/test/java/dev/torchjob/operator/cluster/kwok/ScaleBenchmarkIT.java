@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +18,12 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.BenchmarkedOperator;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.OperatorContainer;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,6 +14,11 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.GangSchedulers;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import io.fabric8.kubernetes.client.KubernetesClient;
 

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,33 +7,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.List;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.client.ConfigBuilder;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 
 /**
  * A Kubeflow user's day on a real API server with kubectl: the seed's manifest created unchanged,
  * the seed's own kubectl commands, the State column, kubectl wait and kubectl scale.
  */
-class KubeflowIT {
-    static OperatorInstall install;
-    static Kubectl kubectl;
-    static KubernetesClient admin;
-
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        kubectl = install.cluster.kubectl();
-        admin = install.cluster.admin();
-    }
+class KubeflowIT extends OnTheSharedOperator {
 
     @Test
     void theSeedManifestRunsUnchangedAndTheGuidesKubectlCommandsWork() {

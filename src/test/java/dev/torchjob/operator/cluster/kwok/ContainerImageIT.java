@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,13 +9,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-import dev.torchjob.operator.testing.ListenPorts;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.cluster.OperatorContainer;
+import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;

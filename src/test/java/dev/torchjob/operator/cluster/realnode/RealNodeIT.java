@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.realnode;
 
 import static dev.torchjob.operator.cluster.RealNodeJobs.TRAINING;
 import static dev.torchjob.operator.cluster.RealNodeJobs.awaitT9k;
@@ -34,6 +34,12 @@ import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.KueueInstall;
+import dev.torchjob.operator.cluster.OnTheRealNode;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.RealNode;
+import dev.torchjob.operator.cluster.RealNodeJobs;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 

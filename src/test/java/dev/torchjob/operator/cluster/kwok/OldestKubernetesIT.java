@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,6 +15,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.reconciler.StatusWritingKubelet;
 

@@ -1,30 +1,19 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
+import dev.torchjob.operator.cluster.PrometheusOperatorCrds;
 import dev.torchjob.operator.reconciler.OperatorHarness;
-import io.fabric8.kubernetes.client.KubernetesClient;
 
 /** How an ML engineer works with a job: the real kubectl against the real API server and the operator. */
-class KubectlIT {
-    static OperatorInstall install;
-    static KubernetesClient admin;
-    static Kubectl kubectl;
-
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        admin = install.cluster.admin();
-        kubectl = install.cluster.kubectl();
-    }
-
+class KubectlIT extends OnTheSharedOperator {
 
     /**
      * Every install command the README and docs give (kubectl apply of this repository's kustomize
@@ -87,10 +76,6 @@ class KubectlIT {
         return commands;
     }
 
-    static List<String> columns(String line) {
-        return List.of(line.trim().split("\\s{2,}"));
-    }
-
     @Test
     void getShowsThePrinterColumnsAndWideAddsTheTimes() {
         OperatorHarness cluster = install.harness("get");
@@ -100,14 +85,14 @@ class KubectlIT {
         cluster.awaitJob("j", j -> j.getStatus().aggregate != null && j.getStatus().aggregate.running == 3);
 
         List<String> lines = kubectl.run("get", "pj", "-n", cluster.namespace).orFail().out().lines().toList();
-        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE"), columns(lines.get(0)));
-        assertEquals(List.of("j", "Running", "3", "0", "0", "0"), columns(lines.get(1)).subList(0, 6));
+        assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE"), Kubectl.columns(lines.get(0)));
+        assertEquals(List.of("j", "Running", "3", "0", "0", "0"), Kubectl.columns(lines.get(1)).subList(0, 6));
 
         List<String> wide = kubectl.run("get", "pytorchtrainingjobs", "-o", "wide", "-n", cluster.namespace).orFail().out().lines().toList();
         assertEquals(List.of("NAME", "PHASE", "RUNNING", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "STARTED", "COMPLETED", "QUEUE", "LOCALQUEUE"),
-                columns(wide.get(0)));
+                Kubectl.columns(wide.get(0)));
         List<String> category = kubectl.run("get", "t9k", "-n", cluster.namespace).orFail().out().lines().toList();
-        assertEquals("j", columns(category.get(1)).get(0), "the t9k category lists the job: " + category);
+        assertEquals("j", Kubectl.columns(category.get(1)).get(0), "the t9k category lists the job: " + category);
         admin.namespaces().withName(cluster.namespace).delete();
     }
 

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,12 +21,13 @@ import org.junit.jupiter.api.Test;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
+import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.reconciler.OperatorHarness;
-import dev.torchjob.operator.t9k.HostileJobs;
 import dev.torchjob.operator.t9k.HostileJobs.HostileJob;
+import dev.torchjob.operator.t9k.HostileJobs;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.utils.Serialization;
 
@@ -35,7 +36,7 @@ import io.fabric8.kubernetes.client.utils.Serialization;
  * jar: the operator stays healthy, a canary job keeps running, every job the API server admits
  * ends in a defined state, and a job submitted behind a hundred failing ones still gets its pods.
  */
-class HostileJobsIT {
+class HostileJobsIT extends OnTheSharedOperator {
     static final int HOSTILE_JOBS = 120;
     static final int FAILING_JOBS = 300;
     static final int ROUNDS = 3;
@@ -50,15 +51,11 @@ class HostileJobsIT {
      * 2-core machine does not fail the build.
      */
     static final Duration STARVED = Duration.ofSeconds(20);
-    static OperatorInstall install;
-    static KubernetesClient admin;
     static OperatorProcess operator;
 
     @BeforeAll
     static void cluster() {
-        install = OperatorInstall.get();
         operator = install.operator();
-        admin = install.cluster.admin();
     }
 
     @Test

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.realnode;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,12 +10,16 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
-import dev.torchjob.operator.testing.ListenPorts;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
+import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
 import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRuleBuilder;
@@ -28,15 +32,17 @@ import io.fabric8.kubernetes.api.model.rbac.RoleBuilder;
  * and describe of both kinds, wait's exit codes, and each bad input's one line and exit 3. Following
  * logs needs a kubelet that serves them: RealNodeIT.
  */
-class KubectlTorchjobIT {
-    static OperatorInstall install;
+class KubectlTorchjobIT extends OnTheSharedOperator {
     static Kubectl plugin;
+    static Duration firstCall;
 
     @BeforeAll
     static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
         plugin = install.kubectlWithPlugin();
+        // In the JVM the launcher's first call writes its class-data archive as it exits: timed apart.
+        Instant asked = Instant.now();
+        plugin.run("torchjob", "get", "-n", "default").orFail();
+        firstCall = Duration.between(asked, Instant.now());
     }
 
     @Test
@@ -60,11 +66,11 @@ class KubectlTorchjobIT {
         Kubectl.Result got = plugin.run("torchjob", "get", "-n", cluster.namespace).orFail();
         Duration getTook = Duration.between(asked, Instant.now());
         List<String> lines = got.out().lines().toList();
-        assertEquals(List.of("NAME", "KIND", "PHASE", "REPLICAS", "RESTARTS", "QUEUE", "AGE"), KubectlIT.columns(lines.get(0)));
-        assertEquals(List.of("j", "PyTorchTrainingJob", "Running", "3", "1/3", "<none>"), KubectlIT.columns(lines.get(1)).subList(0, 6));
-        assertEquals(List.of("kf", "PyTorchJob"), KubectlIT.columns(lines.get(2)).subList(0, 2));
-        assertEquals(List.of("1", "0/4", "team-a"), KubectlIT.columns(lines.get(2)).subList(3, 6));
-        assertEquals(List.of("j", "PyTorchTrainingJob"), KubectlIT.columns(plugin.run("torchjob", "get", "pj/j", "-n", cluster.namespace)
+        assertEquals(List.of("NAME", "KIND", "PHASE", "REPLICAS", "RESTARTS", "QUEUE", "AGE"), Kubectl.columns(lines.get(0)));
+        assertEquals(List.of("j", "PyTorchTrainingJob", "Running", "3", "1/3", "<none>"), Kubectl.columns(lines.get(1)).subList(0, 6));
+        assertEquals(List.of("kf", "PyTorchJob"), Kubectl.columns(lines.get(2)).subList(0, 2));
+        assertEquals(List.of("1", "0/4", "team-a"), Kubectl.columns(lines.get(2)).subList(3, 6));
+        assertEquals(List.of("j", "PyTorchTrainingJob"), Kubectl.columns(plugin.run("torchjob", "get", "pj/j", "-n", cluster.namespace)
                 .orFail().out().lines().toList().get(1)).subList(0, 2));
 
         asked = Instant.now();
@@ -76,8 +82,8 @@ class KubectlTorchjobIT {
         assertTrue(history.stream().anyMatch(l -> l.contains("JobRestarting") && l.contains("pod j-worker-1 (container pytorch) exited with code 1")
                 && l.contains("restart 1 of backoffLimit 3")), described);
         assertTrue(described.lines().anyMatch(l -> l.matches("\\s+worker-1\\s+j-worker-1\\s+kwok-node-\\d\\s+Running\\s+0")), described);
-        System.out.printf("[kubectl torchjob] get %d ms, describe %d ms (%s, through kubectl)%n", getTook.toMillis(), describeTook.toMillis(),
-                PackagedOperator.isNative() ? "native" : "JVM");
+        System.out.printf("[kubectl torchjob] first call %d ms, get %d ms, describe %d ms (%s, through kubectl)%n", firstCall.toMillis(),
+                getTook.toMillis(), describeTook.toMillis(), PackagedOperator.isNative() ? "native" : "JVM");
         install.cluster.admin().namespaces().withName(cluster.namespace).delete();
     }
 

@@ -1,6 +1,5 @@
-package dev.torchjob.operator.cluster;
+package dev.torchjob.operator.cluster.kwok;
 
-import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -15,15 +14,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.cluster.ControlPlane;
+import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.OnTheSharedOperator;
+import dev.torchjob.operator.cluster.PrometheusOperatorCrds;
 import dev.torchjob.operator.install.HelmChart;
 import dev.torchjob.operator.reconciler.OperatorHarness;
+import dev.torchjob.operator.testing.UserEdits;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -35,21 +38,10 @@ import io.fabric8.kubernetes.client.utils.Serialization;
  * kubectl users meet them, server-side apply field ownership, pruning, the status subresource and
  * generation. The mock server does none of it.
  */
-class ApiServerContractIT {
+class ApiServerContractIT extends OnTheSharedOperator {
     static final ResourceDefinitionContext JOBS = new ResourceDefinitionContext.Builder()
             .withGroup(PyTorchTrainingJob.GROUP).withVersion(PyTorchTrainingJob.VERSION).withPlural("pytorchtrainingjobs")
             .withKind(PyTorchTrainingJob.KIND).withNamespaced(true).build();
-    static OperatorInstall install;
-    static Kubectl kubectl;
-    static KubernetesClient admin;
-
-    @BeforeAll
-    static void cluster() {
-        install = OperatorInstall.get();
-        install.operator();
-        kubectl = install.cluster.kubectl();
-        admin = install.cluster.admin();
-    }
 
     /** The Kueue examples need Kueue's API: KueueIT applies them once it has installed it. */
     static Stream<Path> examples() throws IOException {
