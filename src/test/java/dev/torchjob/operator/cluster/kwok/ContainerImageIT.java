@@ -82,7 +82,7 @@ class ContainerImageIT {
             Duration stop = container.terminate();
             String logs = container.logs();
             System.out.printf("[image] SIGTERM to exit %d ms, exit code %d%n", stop.toMillis(), container.exitCode());
-            assertTrue(stop.compareTo(Duration.ofSeconds(5)) < 0, "exits within 5 s of SIGTERM, took " + stop);
+            assertTrue(stop.compareTo(Duration.ofSeconds(15)) < 0, "exits well inside the pod's 30 s grace period, took " + stop);
             assertFalse(logs.contains("\tat "), "no stack trace in the log:\n" + logs);
             Lease lease = admin.leases().inNamespace(OperatorInstall.OPERATOR_NAMESPACE).withName("torchjob-operator-leader").get();
             assertTrue(lease == null || lease.getSpec().getHolderIdentity() == null || lease.getSpec().getHolderIdentity().isEmpty(),

@@ -119,15 +119,16 @@ class ResilienceIT {
             cluster.kubelet.oomKill("j-worker-0");
             Duration exit = first.terminate();
             Instant exited = Instant.now();
-            assertTrue(exit.compareTo(Duration.ofSeconds(5)) < 0, "the leader exited " + exit + " after SIGTERM; log: " + first.tail());
-            second.awaitLeading(Duration.ofSeconds(5));
+            // Well inside the pod's 30 s grace period, and the Lease handed back: one left to expire takes 15 s.
+            assertTrue(exit.compareTo(Duration.ofSeconds(15)) < 0, "the leader exited " + exit + " after SIGTERM; log: " + first.tail());
+            second.awaitLeading(Duration.ofSeconds(10));
             System.out.printf("leader exited %d ms after SIGTERM; the other led %d ms later%n", exit.toMillis(),
                     Duration.between(exited, Instant.now()).toMillis());
             succeedsAfterOneRestart(cluster, "j-worker-0", uid);
 
             try (OperatorProcess follower = install.newStandby(Map.of())) {
                 Duration followerExit = follower.terminate();
-                assertTrue(followerExit.compareTo(Duration.ofSeconds(3)) < 0, "a follower exited " + followerExit + " after SIGTERM");
+                assertTrue(followerExit.compareTo(Duration.ofSeconds(15)) < 0, "a follower exited " + followerExit + " after SIGTERM");
             }
         }
         admin.namespaces().withName(cluster.namespace).delete();
