@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -16,15 +15,14 @@ import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.GangSchedulers;
 import dev.torchjob.operator.cluster.KwokKubelet;
-import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OwnOperators;
 import dev.torchjob.operator.kubeflow.KubeflowConditions;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 
 /**
@@ -34,31 +32,15 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
  * other has no pod placed until the first ends. Both jobs are submitted while the nodes are full (a blocker pod on each), so that when room
  * comes every pod is pending at once: the masters (priority 1000, which preempts nothing) before the workers.
  */
-class GangSchedulingIT {
+class GangSchedulingIT extends OwnOperators {
     static final Duration WAIT = Duration.ofSeconds(90);
     /** Long enough for any scheduler to have placed what it would place. */
     static final Duration SETTLED = Duration.ofSeconds(5);
     static final List<String> NODES = List.of("kwok-node-6", "kwok-node-7");
-    static OperatorInstall install;
-    static KubernetesClient admin;
 
     @BeforeAll
-    static void cluster() throws InterruptedException {
-        install = OperatorInstall.get();
-        admin = install.cluster.admin();
-        install.stopSharedOperator(); // each test runs its own, with or without a gang scheduler
-        install.cluster.kubectl().runWithInput("""
-                apiVersion: scheduling.k8s.io/v1
-                kind: PriorityClass
-                metadata: {name: gang-test-master}
-                value: 1000
-                preemptionPolicy: Never
-                """, "apply", "--server-side", "-f", "-").orFail();
-    }
-
-    @AfterAll
-    static void backToTheSharedOperator() {
-        install.operator();
+    static void cluster() {
+        priorityClass("gang-test-master", 1000); // each test runs its own operator, with or without a gang scheduler
     }
 
     /** A master (priority 1000) and one worker, 600 CPUs each, only on {@link #NODES}. */

@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -17,12 +16,11 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.GangSchedulers;
 import dev.torchjob.operator.cluster.KubeflowTrainingOperator;
 import dev.torchjob.operator.cluster.KwokKubelet;
-import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.cluster.OwnOperators;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 
 /**
@@ -31,31 +29,15 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
  * scheduler running: the PodGroups and the pods' scheduling fields must be the same, apart from the
  * additions docs/kubeflow.md names (asserted here as exactly those).
  */
-class KubeflowSideBySideIT {
+class KubeflowSideBySideIT extends OwnOperators {
     static final Duration WAIT = Duration.ofSeconds(90);
     static final List<String> JOBS = List.of("plain", "policy");
     static final List<String> PODS = List.of("plain-master-0", "plain-worker-0", "plain-worker-1",
             "policy-master-0", "policy-worker-0", "policy-worker-1");
-    static OperatorInstall install;
-    static KubernetesClient admin;
 
     @BeforeAll
-    static void cluster() throws InterruptedException {
-        install = OperatorInstall.get();
-        admin = install.cluster.admin();
-        install.stopSharedOperator(); // one operator at a time acts on PyTorchJobs
-        install.cluster.kubectl().runWithInput("""
-                apiVersion: scheduling.k8s.io/v1
-                kind: PriorityClass
-                metadata: {name: side-by-side-master}
-                value: 1000
-                preemptionPolicy: Never
-                """, "apply", "--server-side", "-f", "-").orFail();
-    }
-
-    @AfterAll
-    static void backToTheSharedOperator() {
-        install.operator();
+    static void cluster() {
+        priorityClass("side-by-side-master", 1000); // one operator at a time acts on PyTorchJobs
     }
 
     /**

@@ -12,7 +12,6 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -24,14 +23,13 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.KueueInstall;
-import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
+import dev.torchjob.operator.cluster.OwnOperators;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.KueueStandIn;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
  * Both job kinds queued with the real Kueue (its controller manager, webhooks and CRDs, at the version
@@ -41,27 +39,17 @@ import io.fabric8.kubernetes.client.KubernetesClient;
  * order, and operator restarts while queued and admitted.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class KueueIT {
+class KueueIT extends OwnOperators {
     static final Duration WAIT = Duration.ofSeconds(60);
     /** Kueue's message while a Workload waits for quota. */
     static final String NO_QUOTA = "insufficient unused quota";
-    static OperatorInstall install;
-    static KubernetesClient admin;
     static KueueInstall kueue;
 
-    @BeforeAll
-    static void cluster() throws InterruptedException {
-        install = OperatorInstall.get();
-        admin = install.cluster.admin();
-        install.stopSharedOperator(); // each test runs (and restarts) its own
-    }
-
     @AfterAll
-    static void backToTheSharedOperator() {
+    static void kueueGone() {
         if (kueue != null) {
             kueue.close();
         }
-        install.operator();
     }
 
     static String t9kJob(String name, String priority, int workers, String cpu) {

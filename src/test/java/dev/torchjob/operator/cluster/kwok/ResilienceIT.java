@@ -15,20 +15,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
+import dev.torchjob.operator.cluster.OwnOperators;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.UserEdits;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
@@ -36,21 +33,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * mid-job, status writes racing another writer, watches cut and expired. Each test runs its own
  * operator; the invariant is always the same: one pod per replica and every restart counted once.
  */
-class ResilienceIT {
-    static OperatorInstall install;
-    static KubernetesClient admin;
-
-    @BeforeAll
-    static void cluster() throws InterruptedException {
-        install = OperatorInstall.get();
-        install.stopSharedOperator();
-        admin = install.cluster.admin();
-    }
-
-    @AfterAll
-    static void sharedOperatorBack() {
-        install.operator();
-    }
+class ResilienceIT extends OwnOperators {
 
     /** The job restarted as a group: the failed replica's new pod runs, the job succeeds with that one restart counted, one pod per replica. */
     static void succeedsAfterOneRestart(OperatorHarness cluster, String replica, String failedUid) {
