@@ -317,9 +317,11 @@ class KueueIT extends OwnOperators {
             await().atMost(WAIT).until(() -> uids(cluster, "g-").size() == 3 && java.util.Collections.disjoint(before, uids(cluster, "g-")));
             cluster.runAll();
             // Ready again, as Kueue words it after a wait for recovery: the True seen before the restart does not count.
-            await().atMost(WAIT).until(() -> {
+            await().atMost(WAIT).untilAsserted(() -> {
                 Map<String, Object> ready = condition(workloadOf(cluster, "g"), "PodsReady");
-                return "True".equals(ready.get("status")) && "Recovered".equals(ready.get("reason"));
+                assertTrue("True".equals(ready.get("status")) && "Recovered".equals(ready.get("reason")),
+                        "PodsReady " + ready + "; pods " + cluster.pods().stream().map(p -> p.getMetadata().getName() + " "
+                                + p.getStatus().getPhase() + " " + p.getStatus().getConditions()).toList());
             });
 
             GenericKubernetesResource workload = workloadOf(cluster, "g");

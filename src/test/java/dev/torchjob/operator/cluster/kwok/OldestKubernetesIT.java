@@ -72,13 +72,13 @@ class OldestKubernetesIT {
     }
 
     @ParameterizedTest
-    @MethodSource("dev.torchjob.operator.cluster.ApiServerContractIT#examples")
+    @MethodSource("dev.torchjob.operator.cluster.kwok.ApiServerContractIT#examples")
     void everyExampleIsTaken(Path example) {
         ApiServerContractIT.appliesServerSideWithoutWarning(kubectl, install.namespace("example"), example);
     }
 
     @ParameterizedTest
-    @MethodSource("dev.torchjob.operator.cluster.ApiServerContractIT#invalidJobs")
+    @MethodSource("dev.torchjob.operator.cluster.kwok.ApiServerContractIT#invalidJobs")
     void everyInvalidJobIsRefusedWithOurMessage(Path fixture) throws IOException {
         ApiServerContractIT.refusedWithOurMessage(kubectl, cluster.admin(), install.namespace("invalid"), fixture);
     }
