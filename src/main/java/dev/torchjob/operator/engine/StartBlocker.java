@@ -32,7 +32,7 @@ public record StartBlocker(String reason, String message) {
     /** A scheduled pod still creating its containers this long: its Warning events are looked at. */
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */
-    static final Duration LOOK_AT_WARNINGS_EVERY = Duration.ofSeconds(60);
+    public static final Duration LOOK_AT_WARNINGS_EVERY = Duration.ofSeconds(60);
     /** A warning older than this no longer tells why: the kubelet repeats a failed mount at least every ~2 minutes. */
     static final Duration WARNING_FRESH_FOR = Duration.ofMinutes(3);
 
