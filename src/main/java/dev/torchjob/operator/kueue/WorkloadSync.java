@@ -130,7 +130,8 @@ public final class WorkloadSync {
             int wantedPods = admitted.podSets().values().stream().mapToInt(KueueAdmission.PodSetInfo::count).sum();
             Map<String, Object> before = conditions.find("PodsReady");
             if (job.podsReady() >= wantedPods) {
-                boolean recovering = before != null && "WaitForRecovery".equals(before.get("reason"));
+                // As Kueue's own integrations: once recovered, a workload stays Recovered (never Started again).
+                boolean recovering = before != null && ("WaitForRecovery".equals(before.get("reason")) || "Recovered".equals(before.get("reason")));
                 conditions.set("PodsReady", true, recovering ? "Recovered" : "Started", "All pods reached readiness and the workload is running");
             } else {
                 boolean wasReady = before != null && "True".equals(before.get("status"));

@@ -206,6 +206,32 @@ class WorkloadSyncTest {
         var restarting = sync(job(state(Phase.Running, null), false, 6, 5), wasReady).status();
         assertEquals("WaitForRecovery", condition(restarting, "PodsReady").get("reason"));
         assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
+
+        GenericKubernetesResource recovering = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                - {type: PodsReady, status: "False", reason: WaitForRecovery, message: "Not all pods are ready or succeeded"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                """);
+        var recovered = sync(job(state(Phase.Running, null), false, 6, 6), recovering).status();
+        assertEquals(List.of("True", "Recovered"), List.of(condition(recovered, "PodsReady").get("status"), condition(recovered, "PodsReady").get("reason")));
+        GenericKubernetesResource wasRecovered = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                - {type: PodsReady, status: "True", reason: Recovered, message: "All pods reached readiness and the workload is running"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                """);
+        assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasRecovered).any(), "a recovered workload stays Recovered, as Kueue's");
     }
 
     /**
