@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.quarkus.runtime.annotations.RegisterForReflection;
+import dev.torchjob.operator.engine.ReplicaPhase;
 
 /** Number of replicas in each phase. */
 @JsonIgnoreProperties(ignoreUnknown = true)

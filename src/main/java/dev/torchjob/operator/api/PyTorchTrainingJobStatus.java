@@ -13,6 +13,7 @@ import io.fabric8.crd.generator.annotation.PreserveUnknownFields;
 import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.kubernetes.model.annotation.LabelSelector;
 import io.quarkus.runtime.annotations.RegisterForReflection;
+import dev.torchjob.operator.engine.JobPhase;
 
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)

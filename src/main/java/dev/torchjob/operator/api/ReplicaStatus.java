@@ -9,6 +9,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import io.quarkus.runtime.annotations.RegisterForReflection;
+import dev.torchjob.operator.engine.ReplicaPhase;
 
 /** State of one replica: its pod, or the absence of one. */
 @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -8,10 +8,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kubeflow.KubeflowModel;

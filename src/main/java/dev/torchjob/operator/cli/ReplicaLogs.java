@@ -17,9 +17,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cli.CliArguments.BadInput;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.TrainingContainer;
 import dev.torchjob.operator.engine.TrainingJob;
 import io.fabric8.kubernetes.api.model.ContainerStatus;

@@ -2,7 +2,7 @@ package dev.torchjob.operator.cli;
 
 import java.util.Locale;
 
-import dev.torchjob.operator.api.JobPhase;
+import dev.torchjob.operator.engine.JobPhase;
 
 /** What {@code kubectl torchjob wait --for X} waits for, judged on each look at the job. */
 public enum WaitTarget {

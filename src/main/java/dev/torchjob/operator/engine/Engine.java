@@ -12,9 +12,9 @@ import java.util.stream.Collectors;
 
 import dev.torchjob.operator.engine.Decision.PodMode;
 import dev.torchjob.operator.engine.Decision.PodRequest;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
-import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
 import dev.torchjob.operator.engine.JobState.ReplicaState;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
@@ -76,7 +76,7 @@ public final class Engine {
         private boolean deleteJob;
 
         // The next state, starting from the previous one.
-        private Phase phase;
+        private JobPhase phase;
         private Instant startTime;
         private Instant completionTime;
         private List<ReplicaGroupState> replicaGroups;
@@ -266,7 +266,7 @@ public final class Engine {
             boolean allRunning = topology.slots().stream().allMatch(s -> isRunningOrDone(s, pods.get(s.podName())));
             initialized = allCreated || previous.initialized();
             running = allRunning || previous.running();
-            phase = running ? Phase.Running : pausedBefore ? Phase.Resuming : Phase.Pending;
+            phase = running ? JobPhase.Running : pausedBefore ? JobPhase.Resuming : JobPhase.Pending;
             Optional<String> underWay = groupRestarts.underWay();
             boolean replicaFailure = !failures.isEmpty() || ledger.hasEntries() || underWay.isPresent();
             return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures)), cannotStart));
@@ -366,7 +366,7 @@ public final class Engine {
             ledger.close();
             // Pods deleted by the pause are forgotten at once, so a resume, however soon, never takes them for vanished.
             replicaGroups = forgettingPods(topology);
-            phase = allGone ? Phase.Paused : previous.phase() == null ? Phase.Pending : previous.phase();
+            phase = allGone ? JobPhase.Paused : previous.phase() == null ? JobPhase.Pending : previous.phase();
             running = false;
             pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
             if (allGone && previous.pause() != Pause.PAUSED) {
@@ -395,7 +395,7 @@ public final class Engine {
             if (!resuming && (startTime != null || hadPods || previous.pause() == Pause.EVICTED)) {
                 pause = Pause.EVICTED;
             }
-            phase = Phase.Pending;
+            phase = JobPhase.Pending;
             running = false;
             queued = true;
             if (job.elastic()) {
@@ -438,13 +438,13 @@ public final class Engine {
             running = allRunning || previous.running();
             List<String> failed = topology.slots().stream().filter(s -> "Failed".equals(Pods.phaseOrNull(pods.get(s.podName()))))
                     .map(ReplicaSlot::podName).toList();
-            phase = running ? Phase.Running : Phase.Pending;
+            phase = running ? JobPhase.Running : JobPhase.Pending;
             return decided(new Situation.Debugging(failed));
         }
 
         /** The gate is closed (the PodGroup API is missing): wait, create nothing, say why once. */
         private Decision awaitingAdmission(JobTopology topology) {
-            phase = Phase.Pending;
+            phase = JobPhase.Pending;
             replicaGroups = view.of(topology, true, Map.of());
             initialized = false;
             running = false;
@@ -461,7 +461,7 @@ public final class Engine {
         /** The job ends with this outcome: completion time, clean-up, the replica view as the pods are left. */
         private Decision end(Outcome ending, String message, JobTopology topology) {
             outcome = ending;
-            phase = ending == Outcome.Succeeded ? Phase.Succeeded : Phase.Failed;
+            phase = ending == Outcome.Succeeded ? JobPhase.Succeeded : JobPhase.Failed;
             completionTime = now;
             ledger.close();
             replicaGroups = topology != null ? view.of(topology, false, out.restartsByType) : view.refreshed();

@@ -13,7 +13,7 @@ public record JobState(
         /** A pass has written a status for this job before. */
         boolean planned,
         /** Null before the first pass. */
-        Phase phase,
+        JobPhase phase,
         Instant startTime,
         Instant completionTime,
         int backoffCount,
@@ -35,20 +35,6 @@ public record JobState(
 
     public static final JobState NEW = new JobState(false, null, null, null, 0, List.of(), List.of(), null, false, false,
             Pause.NEVER, false, false, null);
-
-    public enum Phase {
-        Pending,
-        Running,
-        Paused,
-        Resuming,
-        Succeeded,
-        Failed,
-        Unknown;
-
-        public boolean isTerminal() {
-            return this == Succeeded || this == Failed;
-        }
-    }
 
     /** How a job ended; the names are the reasons the status and events show. */
     public enum Outcome {
@@ -111,21 +97,6 @@ public record JobState(
     }
 
     public record ContainerState(String name, String state, Integer exitCode, String reason) {
-    }
-
-    /** Pod phases plus Creating (asked for, not seen yet) and Deleted (gone). */
-    public enum ReplicaPhase {
-        Creating,
-        Pending,
-        Running,
-        Succeeded,
-        Failed,
-        Unknown,
-        Deleted;
-
-        public boolean isFinished() {
-            return this == Succeeded || this == Failed;
-        }
     }
 
     public ReplicaState replica(String podName) {

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
-import dev.torchjob.operator.engine.JobState.ReplicaPhase;
+import dev.torchjob.operator.engine.ReplicaPhase;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 

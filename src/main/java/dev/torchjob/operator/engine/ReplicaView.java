@@ -7,8 +7,8 @@ import java.util.Map;
 
 import dev.torchjob.operator.engine.JobState.ContainerState;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
-import dev.torchjob.operator.engine.JobState.ReplicaPhase;
 import dev.torchjob.operator.engine.JobState.ReplicaState;
+import dev.torchjob.operator.engine.ReplicaPhase;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 

@@ -58,7 +58,7 @@ public record StartBlocker(String reason, String message) {
      * {@code known} (what the last status recorded for this same pod) still holds.
      */
     static Optional<StartBlocker> of(Pod pod, List<PodWarning> warnings, StartBlocker known, Instant now) {
-        if (Pods.replicaPhase(pod) != JobState.ReplicaPhase.Pending || Pods.isTerminating(pod)) {
+        if (Pods.replicaPhase(pod) != ReplicaPhase.Pending || Pods.isTerminating(pod)) {
             return Optional.empty();
         }
         Optional<StartBlocker> fromStatus = fromStatus(pod);

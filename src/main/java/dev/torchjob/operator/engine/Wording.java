@@ -1,6 +1,6 @@
 package dev.torchjob.operator.engine;
 
-import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.JobPhase;
 
 /** The sentences that name an API's own fields: each adapter says them its way. */
 public interface Wording {
@@ -13,7 +13,7 @@ public interface Wording {
     String resuming();
 
     /** A pause asked for after the job finished. */
-    String pauseIgnored(Phase phase);
+    String pauseIgnored(JobPhase phase);
 
     /** Why the admission gate (the gang scheduler) keeps the job waiting. */
     String awaitingAdmission();

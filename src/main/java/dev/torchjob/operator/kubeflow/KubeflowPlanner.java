@@ -13,8 +13,6 @@ import java.util.Set;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import dev.torchjob.operator.api.CountedRestart;
-import dev.torchjob.operator.status.StatusTime;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.KubeflowReplicaStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
@@ -22,13 +20,14 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.Engine;
 import dev.torchjob.operator.engine.Gang;
-import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
+import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Observation;
-import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
+import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.Situation;
@@ -37,6 +36,7 @@ import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.engine.Wording;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.status.ReplicaRecords;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
 import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
@@ -214,7 +214,7 @@ public final class KubeflowPlanner {
                 : status.phase == JobPhase.Failed && status.failureReason != null ? outcomeOf(status.failureReason) : null;
         return new JobState(
                 status.observedGeneration != null,
-                status.phase == null ? null : JobState.Phase.valueOf(status.phase.name()),
+                status.phase == null ? null : status.phase,
                 StatusTime.parse(status.startTime),
                 StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
@@ -251,7 +251,7 @@ public final class KubeflowPlanner {
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.observedGeneration = job.getMetadata().getGeneration();
-        next.phase = state.phase() == null ? null : JobPhase.valueOf(state.phase().name());
+        next.phase = state.phase() == null ? null : state.phase();
         next.failureReason = state.outcome() != null && state.outcome().isFailure() ? state.outcome().name() : null;
         next.backoffCount = state.backoffCount();
         next.countedRestarts = state.countedRestarts().isEmpty() ? null
@@ -383,7 +383,7 @@ public final class KubeflowPlanner {
             }
 
             @Override
-            public String pauseIgnored(JobState.Phase phase) {
+            public String pauseIgnored(JobPhase phase) {
                 return "PyTorchJob " + job + " has finished (" + phase + "); runPolicy.suspend changes nothing.";
             }
 

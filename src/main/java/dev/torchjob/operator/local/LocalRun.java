@@ -14,12 +14,12 @@ import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kubeflow.KubeflowModel;
 import dev.torchjob.operator.kueue.KueueWorkload;

@@ -10,10 +10,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState;
-import dev.torchjob.operator.status.StatusTime;
-import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.micrometer.core.instrument.Counter;
@@ -42,7 +42,7 @@ public class JobMetrics {
     private final Map<JobKey, Seen> jobs = new ConcurrentHashMap<>();
     private final Set<String> namespacesWithGauges = ConcurrentHashMap.newKeySet();
 
-    private record Seen(Phase phase, Instant created) {
+    private record Seen(JobPhase phase, Instant created) {
     }
 
     /** A job of one kind: a T9k job and a Kubeflow job may share a name. */
@@ -62,7 +62,7 @@ public class JobMetrics {
     public void observe(HasMetadata job, JobState state) {
         String namespace = job.getMetadata().getNamespace();
         registerNamespace(namespace, job.getKind());
-        Phase phase = state.phase() == null ? Phase.Pending : state.phase();
+        JobPhase phase = state.phase() == null ? JobPhase.Pending : state.phase();
         jobs.put(new JobKey(job.getKind(), ResourceID.fromResource(job)), new Seen(phase, StatusTime.parse(job.getMetadata().getCreationTimestamp())));
     }
 
@@ -76,16 +76,16 @@ public class JobMetrics {
         if (!before.planned()) {
             kubeflowCounter("training_operator_jobs_created", "Jobs created", namespace).increment();
         }
-        Phase was = before.phase();
-        if (after.phase() != was && after.phase() == Phase.Succeeded) {
+        JobPhase was = before.phase();
+        if (after.phase() != was && after.phase() == JobPhase.Succeeded) {
             kubeflowCounter("training_operator_jobs_successful", "Jobs that succeeded", namespace).increment();
             recordDuration(namespace, kind, "Succeeded", after);
         }
-        if (after.phase() != was && after.phase() == Phase.Failed) {
+        if (after.phase() != was && after.phase() == JobPhase.Failed) {
             kubeflowCounter("training_operator_jobs_failed", "Jobs that failed", namespace).increment();
             recordDuration(namespace, kind, "Failed", after);
         }
-        if (after.phase() == Phase.Running && (was == null || was == Phase.Pending)) {
+        if (after.phase() == JobPhase.Running && (was == null || was == JobPhase.Pending)) {
             // Every replica ran at this pass: it is when the job's Running condition turned true.
             Instant created = StatusTime.parse(job.getMetadata().getCreationTimestamp());
             Instant ran = plan.decidedAt();
@@ -189,7 +189,7 @@ public class JobMetrics {
         duration(namespace, kind, "Succeeded");
         duration(namespace, kind, "Failed");
         timeToRunning(namespace, kind);
-        for (Phase phase : Phase.values()) {
+        for (JobPhase phase : JobPhase.values()) {
             Gauge.builder("pytorchtrainingjob_jobs", jobs, all -> all.entrySet().stream()
                             .filter(e -> namespace.equals(e.getKey().namespace()) && kind.equals(e.getKey().kind())
                                     && e.getValue().phase() == phase).count())
@@ -199,7 +199,7 @@ public class JobMetrics {
         }
         Gauge.builder("pytorchtrainingjob_oldest_pending_seconds", jobs, all -> all.entrySet().stream()
                         .filter(e -> namespace.equals(e.getKey().namespace()) && kind.equals(e.getKey().kind())
-                                && e.getValue().phase() == Phase.Pending && e.getValue().created() != null)
+                                && e.getValue().phase() == JobPhase.Pending && e.getValue().created() != null)
                         .mapToDouble(e -> Duration.between(e.getValue().created(), clock.instant()).toMillis() / 1000.0)
                         .max().orElse(0))
                 .description("Age of the oldest job still Pending (0 when none is)")

@@ -3,12 +3,11 @@ package dev.torchjob.operator.status;
 import java.util.ArrayList;
 import java.util.List;
 
-import dev.torchjob.operator.api.ReplicaPhase;
 import dev.torchjob.operator.api.ReplicaStatus;
 import dev.torchjob.operator.api.TaskStatus;
-import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
 import dev.torchjob.operator.engine.JobState.ReplicaState;
+import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.StartBlocker;
 
 /**
@@ -29,7 +28,7 @@ public final class ReplicaRecords {
                 ReplicaStatus status = new ReplicaStatus();
                 status.name = replica.name();
                 status.uid = replica.uid();
-                status.phase = replica.phase() == null ? null : ReplicaPhase.valueOf(replica.phase().name());
+                status.phase = replica.phase();
                 status.lastFailure = replica.lastFailure();
                 status.failuresInARow = replica.failuresInARow() == 0 ? null : replica.failuresInARow();
                 status.restartsInPlace = replica.restartsInPlace() == 0 ? null : replica.restartsInPlace();
@@ -59,7 +58,7 @@ public final class ReplicaRecords {
             List<ReplicaState> replicas = new ArrayList<>();
             for (ReplicaStatus replica : task.replicas) {
                 replicas.add(new ReplicaState(replica.name, replica.uid,
-                        replica.phase == null ? null : JobState.ReplicaPhase.valueOf(replica.phase.name()),
+                        replica.phase == null ? null : replica.phase,
                         replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
                         replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow,
                         replica.restartsInPlace == null ? 0 : replica.restartsInPlace,

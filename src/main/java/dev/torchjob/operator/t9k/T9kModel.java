@@ -5,25 +5,25 @@ import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.api.CleanUpPolicy;
-import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.api.RunPolicy;
-import dev.torchjob.operator.engine.JobState;
-import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.JobState.CountedRestart;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
-import dev.torchjob.operator.engine.TrainingJob;
-import dev.torchjob.operator.status.ReplicaRecords;
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
+import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.status.ReplicaRecords;
+import dev.torchjob.operator.status.StatusTime;
 
 /** Reads a PyTorchTrainingJob into the engine's model: the spec with T9k's defaults, the status as the engine's state. */
 public final class T9kModel {
@@ -97,7 +97,7 @@ public final class T9kModel {
         JobCondition initialized = Conditions.find(status.conditions, JobCondition.INITIALIZED);
         return new JobState(
                 status.observedGeneration != null,
-                status.phase == null ? null : JobState.Phase.valueOf(status.phase.name()),
+                status.phase == null ? null : status.phase,
                 StatusTime.parse(status.startTime),
                 StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
@@ -113,11 +113,11 @@ public final class T9kModel {
     }
 
     private static Outcome outcome(PyTorchTrainingJobStatus status) {
-        if (status.phase == dev.torchjob.operator.api.JobPhase.Succeeded) {
+        if (status.phase == dev.torchjob.operator.engine.JobPhase.Succeeded) {
             return Outcome.Succeeded;
         }
         JobCondition failed = Conditions.find(status.conditions, JobCondition.FAILED);
-        if (status.phase != dev.torchjob.operator.api.JobPhase.Failed || failed == null) {
+        if (status.phase != dev.torchjob.operator.engine.JobPhase.Failed || failed == null) {
             return null;
         }
         try {

@@ -15,19 +15,19 @@ import dev.torchjob.operator.api.AggregateStatus;
 import dev.torchjob.operator.api.CountedRestart;
 import dev.torchjob.operator.api.ElasticStatus;
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.Decision.PodRequest;
+import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.Engine;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobTopology;
-import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
-import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan.JobEvent;
+import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.Situation;
@@ -125,7 +125,7 @@ public final class T9kPlanner {
      */
     static boolean endsUnseenRunning(JobState before, Decision decision) {
         JobState.Outcome outcome = decision.state().outcome();
-        return outcome != null && before.outcome() == null && !before.running() && before.phase() != JobState.Phase.Running
+        return outcome != null && before.outcome() == null && !before.running() && before.phase() != JobPhase.Running
                 && (outcome == JobState.Outcome.Succeeded || outcome == JobState.Outcome.BackoffLimitExceeded
                         || outcome == JobState.Outcome.ReplicaFailedPermanently);
     }
@@ -140,7 +140,7 @@ public final class T9kPlanner {
         // The replicas as observed, with the restart counts of before: this pass counts nothing.
         List<JobState.ReplicaGroupState> groups = ended.replicaGroups().stream().map(group -> new JobState.ReplicaGroupState(group.type(),
                 before.group(group.type()) == null ? 0 : before.group(group.type()).restartCount(), group.replicas())).toList();
-        JobState ran = new JobState(true, JobState.Phase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
+        JobState ran = new JobState(true, JobPhase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
                 groups, ended.elasticReplicas(), true, true, before.pause(), false, false, null);
         return new Decision(ran, new Situation.Active(false, "All replicas are healthy."), false, false, false, List.of(), List.of(),
                 List.of(), Optional.empty(), List.of(), Optional.of(Duration.ZERO), ending.decidedAt(), false, ending.queue());
@@ -237,7 +237,7 @@ public final class T9kPlanner {
         PyTorchTrainingJobStatus next = JSON.convertValue(previous, PyTorchTrainingJobStatus.class);
         next.observedGeneration = job.getMetadata().getGeneration();
         next.selector = JobLabels.selectorOf(job.getMetadata().getName());
-        next.phase = JobPhase.valueOf(state.phase().name());
+        next.phase = state.phase();
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.backoffCount = state.backoffCount();

@@ -1,7 +1,7 @@
 package dev.torchjob.operator.t9k;
 
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
-import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Wording;
 
 /** The engine's sentences that name T9k's fields (runMode.pause, spec.scheduler). */
@@ -25,7 +25,7 @@ record T9kWording(PyTorchTrainingJobSpec spec) implements Wording {
     }
 
     @Override
-    public String pauseIgnored(Phase phase) {
+    public String pauseIgnored(JobPhase phase) {
         return "The job has " + phase + "; pausing it changes nothing.";
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
 /**

@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**

@@ -14,17 +14,17 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
-import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RetryableExitCodes;
-import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
 import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
+import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 
@@ -47,7 +47,7 @@ class EngineTest {
             return "resuming";
         }
 
-        public String pauseIgnored(Phase phase) {
+        public String pauseIgnored(JobPhase phase) {
             return "ignored";
         }
 
@@ -170,7 +170,7 @@ class EngineTest {
         run.pass();
         run.succeed("j-worker-1");
         Decision waiting = run.pass();
-        assertEquals(Phase.Running, waiting.state().phase(), "one of two workers is done: the job goes on");
+        assertEquals(JobPhase.Running, waiting.state().phase(), "one of two workers is done: the job goes on");
         assertTrue(waiting.podsToCreate().isEmpty() && waiting.podsToDelete().isEmpty(), "a finished worker is left as it is");
         run.succeed("j-worker-0");
         Decision done = run.pass();
@@ -283,7 +283,7 @@ class EngineTest {
         run.job = Run.job(1, 1); // the user lowers the limit below what is spent
         run.perReplica();
         Decision calm = run.pass();
-        assertEquals(Phase.Running, calm.state().phase(), "no replica failed: the job goes on");
+        assertEquals(JobPhase.Running, calm.state().phase(), "no replica failed: the job goes on");
 
         run.fail("j-master-0", 137);
         Decision failed = run.pass();

@@ -11,9 +11,9 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.engine.EngineTest.Run;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
-import dev.torchjob.operator.engine.JobState.Phase;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
@@ -36,7 +36,7 @@ class QueueGateTest {
         run.queue = WAITING;
         Decision first = run.pass();
         assertTrue(first.podsToCreate().isEmpty() && !first.createService(), "no pod, no Service before admission");
-        assertEquals(Phase.Pending, first.state().phase());
+        assertEquals(JobPhase.Pending, first.state().phase());
         var queued = (Situation.Queued) first.situation();
         assertEquals(List.of("team-a-user-queue", "WaitingForAdmission", "Waiting in LocalQueue team-a-user-queue: waiting for quota"),
                 List.of(queued.queue(), queued.reason(), queued.message()));
@@ -90,7 +90,7 @@ class QueueGateTest {
         assertEquals(3, readmitted.podsToCreate().size());
         assertTrue(readmitted.podsToCreate().stream().allMatch(r -> r.mode() == Decision.PodMode.RESUME), "resumed like a paused job");
         assertEquals(run.now, readmitted.state().startTime(), "startTime restarts with the new pods");
-        assertEquals(Phase.Resuming, readmitted.state().phase());
+        assertEquals(JobPhase.Resuming, readmitted.state().phase());
         assertEquals(List.of(JobEvent.normal("Admitted", "Admitted by ClusterQueue gpu-cq; the job resumes after its eviction")),
                 readmitted.events());
         assertEquals(0, readmitted.state().backoffCount());
@@ -114,7 +114,7 @@ class QueueGateTest {
         run.queue = new QueueAdmission.Refused("podSet worker: nodeSelector gpu is h100 and the admission asks for a100");
         Decision decision = run.pass();
         assertEquals(Outcome.FailedToStart, decision.state().outcome());
-        assertEquals(Phase.Failed, decision.state().phase());
+        assertEquals(JobPhase.Failed, decision.state().phase());
         assertTrue(decision.podsToCreate().isEmpty());
         assertTrue(((Situation.Ended) decision.situation()).message().contains("nodeSelector gpu is h100"));
     }

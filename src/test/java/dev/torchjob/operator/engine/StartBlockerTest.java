@@ -60,7 +60,7 @@ class StartBlockerTest {
         Decision started = run.pass();
         assertEquals(List.of(), ((Situation.Active) started.situation()).cannotStart(), "a node was found: the job goes on by itself");
         assertNull(started.state().replica("j-worker-1").cannotStart());
-        assertEquals(JobState.Phase.Running, started.state().phase());
+        assertEquals(JobPhase.Running, started.state().phase());
         assertEquals(List.of(), reasons(started));
     }
 

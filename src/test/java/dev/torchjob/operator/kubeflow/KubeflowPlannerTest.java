@@ -13,10 +13,10 @@ import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.kubeflow.KubeflowCondition;
 import dev.torchjob.operator.api.kubeflow.KubeflowReplicaStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
 
 /** Whole PyTorchJob lifecycles through the planner: Kubeflow's status, conditions and clean-up, restarts counted once. */

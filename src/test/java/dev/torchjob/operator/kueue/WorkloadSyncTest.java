@@ -12,9 +12,9 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
-import dev.torchjob.operator.engine.JobState.Phase;
+import dev.torchjob.operator.engine.JobState;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 
 /** What the job's side of the Workload protocol writes, decided from the job and the Workload as observed. */
@@ -24,11 +24,11 @@ class WorkloadSyncTest {
             new KueueWorkload.PodSet("master", KueueProtocolTest.template(), 1, Optional.empty()),
             new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 8, Optional.of(2)));
 
-    static JobState state(Phase phase, Outcome outcome) {
+    static JobState state(JobPhase phase, Outcome outcome) {
         return new JobState(true, phase, null, null, 0, List.of(), List.of(), null, false, false, JobState.Pause.NEVER, false, false, outcome);
     }
 
-    static final JobState PENDING = state(Phase.Pending, null);
+    static final JobState PENDING = state(JobPhase.Pending, null);
 
     static WorkloadSync.Job job(JobState state, boolean paused, int podsLeft, int podsReady) {
         return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady);
@@ -56,7 +56,7 @@ class WorkloadSyncTest {
                 "pods of an earlier admission must be gone first");
         assertFalse(WorkloadSync.of(job(PENDING, true, 0, 0), Optional.empty(), Optional.empty(), NOW).create(),
                 "a paused job asks for no quota");
-        assertFalse(WorkloadSync.of(job(state(Phase.Succeeded, Outcome.Succeeded), false, 0, 0), Optional.empty(), Optional.empty(), NOW)
+        assertFalse(WorkloadSync.of(job(state(JobPhase.Succeeded, Outcome.Succeeded), false, 0, 0), Optional.empty(), Optional.empty(), NOW)
                 .create());
         assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0), Optional.empty(), Optional.empty(), NOW).create(),
                 "an invalid job has nothing to ask for");
@@ -137,13 +137,13 @@ class WorkloadSyncTest {
                 - {type: QuotaReserved, status: "True"}
                 - {type: Admitted, status: "True"}
                 """;
-        var succeeded = sync(job(state(Phase.Succeeded, Outcome.Succeeded), false, 2, 2), workload(admitted));
+        var succeeded = sync(job(state(JobPhase.Succeeded, Outcome.Succeeded), false, 2, 2), workload(admitted));
         assertEquals(List.of("True", "Succeeded"), List.of(condition(succeeded.status(), "Finished").get("status"),
                 condition(succeeded.status(), "Finished").get("reason")));
         assertTrue(succeeded.removeFinalizer());
-        var failed = sync(job(state(Phase.Failed, Outcome.BackoffLimitExceeded), false, 0, 0), workload(admitted));
+        var failed = sync(job(state(JobPhase.Failed, Outcome.BackoffLimitExceeded), false, 0, 0), workload(admitted));
         assertEquals("The job failed: BackoffLimitExceeded.", condition(failed.status(), "Finished").get("message"));
-        var refused = sync(job(state(Phase.Failed, Outcome.FailedToStart), false, 0, 0), workload(admitted));
+        var refused = sync(job(state(JobPhase.Failed, Outcome.FailedToStart), false, 0, 0), workload(admitted));
         assertEquals("FailedToStart", condition(refused.status(), "Finished").get("reason"), "as Kueue expects of a conflict");
 
         GenericKubernetesResource finished = workload("""
@@ -151,7 +151,7 @@ class WorkloadSyncTest {
                 - {type: Finished, status: "True", reason: Succeeded, message: done}
                 """);
         finished.getMetadata().setFinalizers(new java.util.ArrayList<>());
-        assertFalse(sync(job(state(Phase.Succeeded, Outcome.Succeeded), false, 0, 0), finished).any(), "written once");
+        assertFalse(sync(job(state(JobPhase.Succeeded, Outcome.Succeeded), false, 0, 0), finished).any(), "written once");
     }
 
     @Test
@@ -186,9 +186,9 @@ class WorkloadSyncTest {
                   - {name: master, count: 1, flavors: {cpu: spot}}
                   - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
                 """;
-        var starting = sync(job(state(Phase.Pending, null), false, 6, 3), workload(admitted)).status();
+        var starting = sync(job(state(JobPhase.Pending, null), false, 6, 3), workload(admitted)).status();
         assertEquals(List.of("False", "WaitForStart"), List.of(condition(starting, "PodsReady").get("status"), condition(starting, "PodsReady").get("reason")));
-        var started = sync(job(state(Phase.Running, null), false, 6, 6), workload(admitted)).status();
+        var started = sync(job(state(JobPhase.Running, null), false, 6, 6), workload(admitted)).status();
         assertEquals(List.of("True", "Started"), List.of(condition(started, "PodsReady").get("status"), condition(started, "PodsReady").get("reason")),
                 "6 of the admitted 1 + 5 pods (partial admission)");
 
@@ -203,9 +203,9 @@ class WorkloadSyncTest {
                   - {name: master, count: 1, flavors: {cpu: spot}}
                   - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
                 """);
-        var restarting = sync(job(state(Phase.Running, null), false, 6, 5), wasReady).status();
+        var restarting = sync(job(state(JobPhase.Running, null), false, 6, 5), wasReady).status();
         assertEquals("WaitForRecovery", condition(restarting, "PodsReady").get("reason"));
-        assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
+        assertFalse(sync(job(state(JobPhase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
 
         GenericKubernetesResource recovering = workload("""
                 conditions:
@@ -218,7 +218,7 @@ class WorkloadSyncTest {
                   - {name: master, count: 1, flavors: {cpu: spot}}
                   - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
                 """);
-        var recovered = sync(job(state(Phase.Running, null), false, 6, 6), recovering).status();
+        var recovered = sync(job(state(JobPhase.Running, null), false, 6, 6), recovering).status();
         assertEquals(List.of("True", "Recovered"), List.of(condition(recovered, "PodsReady").get("status"), condition(recovered, "PodsReady").get("reason")));
         GenericKubernetesResource wasRecovered = workload("""
                 conditions:
@@ -231,7 +231,7 @@ class WorkloadSyncTest {
                   - {name: master, count: 1, flavors: {cpu: spot}}
                   - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
                 """);
-        assertFalse(sync(job(state(Phase.Running, null), false, 6, 6), wasRecovered).any(), "a recovered workload stays Recovered, as Kueue's");
+        assertFalse(sync(job(state(JobPhase.Running, null), false, 6, 6), wasRecovered).any(), "a recovered workload stays Recovered, as Kueue's");
     }
 
     /**
@@ -241,7 +241,7 @@ class WorkloadSyncTest {
      */
     @Test
     void podsThePassDeletesOrThatFailedAreNotReady() {
-        JobState running = state(Phase.Running, null);
+        JobState running = state(JobPhase.Running, null);
         List<io.fabric8.kubernetes.api.model.Pod> pods = new java.util.ArrayList<>();
         for (String name : List.of("j-master-0", "j-worker-0", "j-worker-1")) {
             io.fabric8.kubernetes.api.model.Pod pod = new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name)

@@ -11,9 +11,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.client.CustomResource;
 
 /** What a local run says about a job: whether it can end here, and how it ended. */

@@ -16,8 +16,8 @@ import org.junit.jupiter.api.Test;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorScenarios;
 import dev.torchjob.operator.testing.PrometheusServer;
 import io.fabric8.kubernetes.client.KubernetesClient;

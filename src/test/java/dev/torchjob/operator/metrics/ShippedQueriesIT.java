@@ -10,9 +10,9 @@ import java.util.regex.Matcher;
 
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 
 /**

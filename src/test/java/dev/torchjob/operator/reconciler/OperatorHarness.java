@@ -7,9 +7,9 @@ import java.util.List;
 import java.util.function.Predicate;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;

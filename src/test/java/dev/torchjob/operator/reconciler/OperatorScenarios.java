@@ -1,7 +1,7 @@
 package dev.torchjob.operator.reconciler;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /** Whole job stories, for tests in other packages (metrics) that need jobs to go through them. */

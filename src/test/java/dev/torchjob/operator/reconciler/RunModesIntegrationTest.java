@@ -12,9 +12,9 @@ import jakarta.inject.Inject;
 
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.RunMode;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;

@@ -12,8 +12,8 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.t9k.HostileJobs.HostileJob;

@@ -13,10 +13,10 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
-import dev.torchjob.operator.api.ReplicaPhase;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.ReplicaPhase;
 
 /** The success path of spec §6 and the status of §7, planned pass by pass. */
 class PlannerLifecycleTest {

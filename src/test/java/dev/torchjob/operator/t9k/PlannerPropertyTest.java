@@ -16,7 +16,6 @@ import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.ElasticConfig;
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobSpec;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.ReplicaSpec;
@@ -24,6 +23,7 @@ import dev.torchjob.operator.api.RestartPolicy;
 import dev.torchjob.operator.api.RunMode;
 import dev.torchjob.operator.api.RunPolicy;
 import dev.torchjob.operator.api.TorchrunConfig;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.RestartBackoff;

@@ -10,9 +10,9 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.RunMode;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.RestartBackoff;
 

@@ -13,9 +13,9 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.api.RunMode;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;

@@ -12,8 +12,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.Plan;
 
 /** Edits of a job under way: an edit the operator must refuse leaves the job running on the spec it had. */

@@ -10,9 +10,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 
 import dev.torchjob.operator.api.CountedRestart;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.Unreadable;
+import dev.torchjob.operator.engine.JobPhase;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /**

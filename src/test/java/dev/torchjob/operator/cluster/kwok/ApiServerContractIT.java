@@ -18,12 +18,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.ControlPlane;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.PrometheusOperatorCrds;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.install.HelmChart;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.UserEdits;

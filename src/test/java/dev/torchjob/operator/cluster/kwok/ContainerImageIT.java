@@ -13,9 +13,9 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cluster.OperatorContainer;
 import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;

@@ -19,10 +19,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.t9k.HostileJobs.HostileJob;
 import dev.torchjob.operator.t9k.HostileJobs;

@@ -17,12 +17,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.KwokKubelet;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorWrites;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.reconciler.PyTorchJobTestJobs;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;

@@ -18,7 +18,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 import dev.torchjob.operator.api.JobCondition;
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.Kubectl;
@@ -26,6 +25,7 @@ import dev.torchjob.operator.cluster.KueueInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.cluster.OwnOperators;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.KueueStandIn;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;

@@ -14,11 +14,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cluster.ControlPlane;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.reconciler.StatusWritingKubelet;
 

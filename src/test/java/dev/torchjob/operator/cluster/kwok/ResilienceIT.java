@@ -19,11 +19,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.cluster.OwnOperators;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.UserEdits;
 import io.fabric8.kubernetes.client.KubernetesClientException;

@@ -16,7 +16,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.BenchmarkedOperator;
 import dev.torchjob.operator.cluster.ControlPlane;
@@ -24,6 +23,7 @@ import dev.torchjob.operator.cluster.OperatorContainer;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;

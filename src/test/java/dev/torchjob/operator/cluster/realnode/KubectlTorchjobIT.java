@@ -13,11 +13,11 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.cluster.ControlPlane;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;

@@ -21,7 +21,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.ControlPlane;
 import dev.torchjob.operator.cluster.DocumentedHelm;
@@ -31,6 +30,7 @@ import dev.torchjob.operator.cluster.OperatorContainer;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.RealNode;
 import dev.torchjob.operator.cluster.RealNodeJobs;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.client.KubernetesClient;

@@ -30,7 +30,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import dev.torchjob.operator.api.JobPhase;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.TaskStatus;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
@@ -40,6 +39,7 @@ import dev.torchjob.operator.cluster.OnTheRealNode;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.RealNode;
 import dev.torchjob.operator.cluster.RealNodeJobs;
+import dev.torchjob.operator.engine.JobPhase;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 

@@ -1,4 +1,4 @@
-package dev.torchjob.operator.api;
+package dev.torchjob.operator.engine;
 
 /** Pod phases plus Creating (asked for, not seen yet) and Deleted (gone). */
 public enum ReplicaPhase {

@@ -1,5 +1,6 @@
-package dev.torchjob.operator.api;
+package dev.torchjob.operator.engine;
 
+/** A job's phase: the engine's word, and the one both job APIs' status types carry. */
 public enum JobPhase {
     Pending,
     Running,
