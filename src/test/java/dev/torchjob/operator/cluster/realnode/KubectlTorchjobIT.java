@@ -18,6 +18,7 @@ import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.engine.JobPhase;
+import dev.torchjob.operator.engine.ReplicaPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
@@ -49,9 +50,15 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
     void getAndDescribeShowBothKindsWithRestartsAgainstTheLimit() {
         OperatorHarness cluster = install.harness("cli-get");
         cluster.runJob("OnFailure", "{backoffLimit: 3}");
+        String failed = cluster.pod("j-worker-1").getMetadata().getUid();
         cluster.kubelet.exit("j-worker-1", 1);
         cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
         cluster.awaitEvent("JobRestarting", "j-worker-1");
+        // The new group is created once every old pod is gone: describe is asked about it running, not about the gap.
+        cluster.awaitNewPod("j-worker-1", failed);
+        cluster.runAll();
+        cluster.awaitJob("j", j -> j.getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                .allMatch(r -> r.phase == ReplicaPhase.Running));
         cluster.submitPyTorchJob("""
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
