@@ -8,14 +8,11 @@
 # Volcano's module (its CRDs), the scheduler-plugins binary, scheduler-plugins' module (its CRDs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
+component=gang-schedulers
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
-log() { printf '[gang-schedulers] %s\n' "$*" >&2; }
-
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the gang schedulers from their modules"; exit 1; }
-export GOTOOLCHAIN=local
+need_go "to build the gang schedulers from their modules"
 
 # module_dir MODULE VERSION: the module's folder in Go's module cache, downloaded when missing.
 module_dir() {

@@ -6,15 +6,13 @@
 # (KubeflowSideBySideIT). Prints one line: the binary.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
+component=kubeflow-training-operator
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 bin="$cache/training-operator-$KUBEFLOW_TRAINING_OPERATOR_VERSION/bin"
-log() { printf '[kubeflow-training-operator] %s\n' "$*" >&2; }
 
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build Kubeflow's training-operator from its module"; exit 1; }
-export GOTOOLCHAIN=local
+need_go "to build Kubeflow's training-operator from its module"
 
 if [ ! -f "$bin/.complete" ]; then
   start=$(date +%s)

@@ -5,15 +5,13 @@
 # module cache. Prints two lines: the controller manager binary, then the module's directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
+component=kueue
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 bin="$cache/kueue-$KUEUE_VERSION/bin"
-log() { printf '[kueue] %s\n' "$*" >&2; }
 
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build Kueue $KUEUE_VERSION from its module"; exit 1; }
-export GOTOOLCHAIN=local
+need_go "to build Kueue $KUEUE_VERSION from its module"
 module=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@v$KUEUE_VERSION" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
 [ -f "$module/config/default/kustomization.yaml" ] || { log "no install manifests in $module"; exit 1; }
 

@@ -5,21 +5,20 @@
 # against this API server (with the tier's etcd) and this kubectl. Prints the binaries' folder last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
+component=oldest-kubernetes
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 # shellcheck source=kubernetes-module.sh
 source "$here/kubernetes-module.sh"
 KUBERNETES_VERSION=$OLDEST_KUBERNETES_VERSION
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 bin="$cache/k8s-$KUBERNETES_VERSION-apiserver-kubectl/bin"
-log() { printf '[oldest-kubernetes] %s\n' "$*" >&2; }
 
 if [ -f "$bin/.complete" ]; then
   log "warm: kube-apiserver and kubectl $KUBERNETES_VERSION in $bin"
   echo "$bin"; exit 0
 fi
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build Kubernetes from modules"; exit 1; }
+need_go "to build Kubernetes from modules"
 mkdir -p "$bin"
 start=$(date +%s)
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"

@@ -8,17 +8,15 @@
 # so a warm run only checks versions. Prints the directory holding the binaries on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
+component=control-plane
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 # shellcheck source=kubernetes-module.sh
 source "$here/kubernetes-module.sh"
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 bin="$cache/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION/bin"
 stamp="$bin/.complete"
 components=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
-
-log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 if [ -f "$stamp" ]; then
   log "warm: binaries for Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION in $bin"
@@ -35,7 +33,7 @@ if [ -n "${KUBE_BINARIES_DIR:-}" ]; then
     cp "$KUBE_BINARIES_DIR/$c" "$bin/$c"
   done
 else
-  command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the control plane from modules"; exit 1; }
+  need_go "to build the control plane from modules"
   go_minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
   [ "${go_minor:-0}" -ge 26 ] || { log "$(go env GOVERSION) is too old: Kubernetes $KUBERNETES_VERSION and kwok $KWOK_VERSION need Go >= 1.26"; exit 1; }
   export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"

@@ -128,7 +128,7 @@ public final class ControlPlane {
      * scheduler, no kwok. The caller stops it ({@link #stop()}).
      */
     public static ControlPlane oldestClaimed() {
-        List<String> printed = provisioned("oldest-kubernetes.sh");
+        List<String> printed = provisioned("control-plane/oldest-kubernetes.sh");
         Path work = Path.of("target", "control-plane-oldest").toAbsolutePath();
         return startedApart(new ControlPlane(provision(), Path.of(printed.get(printed.size() - 1)), work,
                 work.resolve("admin.kubeconfig"), true), "the oldest claimed Kubernetes", ControlPlane::startEtcdAndApiServer);
@@ -160,30 +160,31 @@ public final class ControlPlane {
 
     /** Runs the provisioning script (warm: a version check) and returns the folder with the binaries. */
     private static Path provision() {
-        List<String> printed = provisioned("provision.sh");
+        List<String> printed = provisioned("control-plane/provision.sh");
         return Path.of(printed.get(printed.size() - 1));
     }
 
     /**
-     * Runs a provisioning script of tools/control-plane (cold: it builds and caches; warm: a check) and
-     * returns what it printed, line by line; its messages go to the test's output.
+     * Runs a provisioning script of tools/ ({@code script} as "control-plane/kueue.sh", "node/node.sh", ...;
+     * cold: it builds and caches; warm: a check) and returns what it printed, line by line; its messages go
+     * to the test's output.
      */
     public static List<String> provisioned(String script, String... args) {
-        List<String> command = new java.util.ArrayList<>(List.of("bash", Path.of("tools", "control-plane", script).toAbsolutePath().toString()));
+        List<String> command = new java.util.ArrayList<>(List.of("bash", Path.of("tools", script).toAbsolutePath().toString()));
         command.addAll(List.of(args));
         try {
             Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().lines().toList();
             if (p.waitFor() != 0 || lines.isEmpty()) {
-                throw new AssertionError("tools/control-plane/" + script + " exited with " + p.exitValue()
+                throw new AssertionError("tools/" + script + " exited with " + p.exitValue()
                         + " (its messages are above; docs/testing.md says what it needs)");
             }
             return lines;
         } catch (IOException e) {
-            throw new AssertionError("could not run tools/control-plane/" + script + ": " + e.getMessage(), e);
+            throw new AssertionError("could not run tools/" + script + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new AssertionError("interrupted while running tools/control-plane/" + script, e);
+            throw new AssertionError("interrupted while running tools/" + script, e);
         }
     }
 

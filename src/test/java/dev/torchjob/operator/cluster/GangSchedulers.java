@@ -40,7 +40,7 @@ public final class GangSchedulers implements AutoCloseable {
 
     /** Volcano's CRDs installed, its scheduler and controller manager started; returns once the default queue is Open. */
     public static GangSchedulers volcano(ControlPlane cluster) {
-        List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
+        List<String> provisioned = ControlPlane.provisioned("control-plane/gang-schedulers.sh");
         Path bin = Path.of(provisioned.get(0));
         Path module = Path.of(provisioned.get(1));
         GangSchedulers schedulers = new GangSchedulers(cluster);
@@ -77,7 +77,7 @@ public final class GangSchedulers implements AutoCloseable {
      * plugin on (queue sort and permit, as the project's own coscheduling config), with its PodGroup CRD.
      */
     public static GangSchedulers coscheduling(ControlPlane cluster) {
-        List<String> provisioned = ControlPlane.provisioned("gang-schedulers.sh");
+        List<String> provisioned = ControlPlane.provisioned("control-plane/gang-schedulers.sh");
         Path binary = Path.of(provisioned.get(2));
         Path module = Path.of(provisioned.get(3));
         GangSchedulers schedulers = new GangSchedulers(cluster);

@@ -40,7 +40,7 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
      * is ready, its controllers registered.
      */
     public static KubeflowTrainingOperator start(ControlPlane cluster, String namespace, String gangSchedulerName) {
-        Path binary = Path.of(ControlPlane.provisioned("kubeflow-training-operator.sh").get(0));
+        Path binary = Path.of(ControlPlane.provisioned("control-plane/kubeflow-training-operator.sh").get(0));
         KubernetesClient admin = cluster.admin();
         KubeflowTrainingOperator operator = new KubeflowTrainingOperator(cluster);
         try {

@@ -28,7 +28,7 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 /**
  * The real Kueue in the test control plane, installed as a platform team installs it: its own
  * manifests ({@code kubectl kustomize config/default} of its module, at the version in
- * tools/control-plane/versions.env), configured as docs/kueue.md says (both job kinds as external
+ * tools/versions.env), configured as docs/kueue.md says (both job kinds as external
  * frameworks, {@code kubernetes/kueue-rbac.yaml}), and its controller manager run as a process on
  * loopback under its ServiceAccount, webhooks and CRD conversion included. What differs from a
  * cluster is only where things live: the webhooks and conversion are called at
@@ -78,7 +78,7 @@ public final class KueueInstall implements AutoCloseable {
     }
 
     private static List<String> provision() {
-        List<String> lines = ControlPlane.provisioned("kueue.sh");
+        List<String> lines = ControlPlane.provisioned("control-plane/kueue.sh");
         if (lines.size() < 2) {
             throw new AssertionError("tools/control-plane/kueue.sh printed " + lines + ", not the manager and its module");
         }

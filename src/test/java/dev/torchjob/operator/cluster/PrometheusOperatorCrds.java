@@ -5,7 +5,7 @@ import java.nio.file.Path;
 /**
  * The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs in the test control plane, as a
  * cluster running the Prometheus Operator has them: the project's own CRD files, from its Go module
- * ({@code tools/control-plane/prometheus-operator-crds.sh}). Installed once per test JVM.
+ * ({@code tools/monitoring/prometheus-operator-crds.sh}). Installed once per test JVM.
  */
 public final class PrometheusOperatorCrds {
     static final String SERVICE_MONITORS = "servicemonitors.monitoring.coreos.com";
@@ -29,7 +29,7 @@ public final class PrometheusOperatorCrds {
     }
 
     private static String provision() {
-        java.util.List<String> lines = ControlPlane.provisioned("prometheus-operator-crds.sh");
+        java.util.List<String> lines = ControlPlane.provisioned("monitoring/prometheus-operator-crds.sh");
         return lines.get(lines.size() - 1);
     }
 }

@@ -19,7 +19,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 /**
  * A real Kubernetes node in the test control plane, beside the kwok nodes: the kubelet, containerd
  * with runc, Debian's CNI bridge plugin and CoreDNS for the cluster's names, as built by
- * tools/control-plane/node.sh, running the images node-images.sh makes from Debian's packages.
+ * tools/node/node.sh, running the images node-images.sh makes from Debian's packages.
  *
  * <p>Nothing of it reaches past the machine: the node's address and the pods' addresses are on a bridge
  * of its own ({@link #BRIDGE}, {@link #POD_RANGE}) with no route out of it (the pods get no default
@@ -81,9 +81,9 @@ public final class RealNode implements AutoCloseable {
                 }
                 throw new org.opentest4j.TestAbortedException("no real node here: " + missing);
             }
-            List<String> provisioned = ControlPlane.provisioned("node.sh");
+            List<String> provisioned = ControlPlane.provisioned("node/node.sh");
             Path bin = Path.of(provisioned.get(provisioned.size() - 1));
-            List<Path> images = ControlPlane.provisioned("node-images.sh", bin.toString()).stream().map(Path::of).toList();
+            List<Path> images = ControlPlane.provisioned("node/node-images.sh", bin.toString()).stream().map(Path::of).toList();
             Path containerdRoot = bin.getParent().resolve("containerd-root");
             RealNode node = new RealNode(cluster, bin, containerdRoot, images);
             Runtime.getRuntime().addShutdownHook(new Thread(node::close, "real-node-stop"));

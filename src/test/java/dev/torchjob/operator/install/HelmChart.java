@@ -49,12 +49,12 @@ public final class HelmChart {
         return template.call();
     }
 
-    /** The version of the test control plane (tools/control-plane/versions.env): what the chart is rendered for. */
+    /** The version of the test control plane (tools/versions.env): what the chart is rendered for. */
     static String kubernetesVersion() {
         try {
-            return Files.readAllLines(Path.of("tools/control-plane/versions.env")).stream()
+            return Files.readAllLines(Path.of("tools/versions.env")).stream()
                     .filter(line -> line.startsWith("KUBERNETES_VERSION=")).map(line -> "v" + line.substring(line.indexOf('=') + 1))
-                    .findFirst().orElseThrow(() -> new IllegalStateException("no KUBERNETES_VERSION in tools/control-plane/versions.env"));
+                    .findFirst().orElseThrow(() -> new IllegalStateException("no KUBERNETES_VERSION in tools/versions.env"));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

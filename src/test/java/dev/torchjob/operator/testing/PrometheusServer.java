@@ -49,7 +49,7 @@ public final class PrometheusServer implements AutoCloseable {
         return start(ExternalTools.require("prometheus", "prometheus"), scrapeConfigs);
     }
 
-    /** This Prometheus binary (tools/control-plane/prometheus.sh builds one with Kubernetes service discovery). */
+    /** This Prometheus binary (tools/monitoring/prometheus.sh builds one with Kubernetes service discovery). */
     public static PrometheusServer start(Path prometheus, String scrapeConfigs) throws IOException {
         Path dir = Files.createTempDirectory("prometheus-");
         int port = ListenPorts.free();

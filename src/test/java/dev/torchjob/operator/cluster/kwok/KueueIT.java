@@ -33,7 +33,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * Both job kinds queued with the real Kueue (its controller manager, webhooks and CRDs, at the version
- * tools/control-plane/versions.env names, configured as docs/kueue.md says, see {@link KueueInstall})
+ * tools/versions.env names, configured as docs/kueue.md says, see {@link KueueInstall})
  * on the real control plane, the operator under its ServiceAccount: admission on a flavor's nodes,
  * waiting for quota with Kueue's reason, preemption, deactivation, waitForPodsReady, deletion in every
  * order, and operator restarts while queued and admitted.

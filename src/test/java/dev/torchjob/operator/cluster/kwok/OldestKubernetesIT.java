@@ -54,7 +54,7 @@ class OldestKubernetesIT {
 
     @Test
     void theApiServerAndKubectlAreTheOldestVersionTheInstallGuideClaims() throws IOException {
-        String oldest = Files.readAllLines(Path.of("tools/control-plane/versions.env")).stream()
+        String oldest = Files.readAllLines(Path.of("tools/versions.env")).stream()
                 .filter(l -> l.startsWith("OLDEST_KUBERNETES_VERSION=")).findFirst().orElseThrow().split("=", 2)[1];
         String version = kubectl.run("version", "-o", "json").orFail().out();
         assertEquals(2, version.split("\"gitVersion\": \"v" + java.util.regex.Pattern.quote(oldest) + "\"", -1).length - 1,

@@ -234,7 +234,7 @@ class OperatorInClusterIT {
                         authorization: {credentials_file: %s}
                         tls_config: {ca_file: %s}
                 """.formatted(admin.getConfiguration().getMasterUrl(), token, ca));
-        List<String> built = ControlPlane.provisioned("prometheus.sh");
+        List<String> built = ControlPlane.provisioned("monitoring/prometheus.sh");
         Path withKubernetesDiscovery = Path.of(built.get(built.size() - 1));
         try (var prometheus = dev.torchjob.operator.testing.PrometheusServer.start(withKubernetesDiscovery, documented)) {
             await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).ignoreExceptions()

@@ -4,12 +4,11 @@
 # cache, downloaded through the Go module proxy on first use. Prints that folder.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-log() { printf '[prometheus-operator] %s\n' "$*" >&2; }
+component=prometheus-operator
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 
-command -v go >/dev/null || { log "no 'go' on PATH: Go is needed to download the Prometheus Operator's module"; exit 1; }
-export GOTOOLCHAIN=local
+need_go "to download the Prometheus Operator's module"
 module=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json \
   "github.com/prometheus-operator/prometheus-operator@v$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
 crds="$module/example/prometheus-operator-crd"

@@ -10,10 +10,12 @@
 # Usage: node-images.sh NODE_BIN_DIR; prints one archive per line. Needs podman and mmdebstrap.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+component=node-images
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 repo=$(cd "$here/../.." && pwd)
 node_bin=$1
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}/images
-log() { printf '[node-images] %s\n' "$*" >&2; }
+cache=$cache/images
 mkdir -p "$cache"
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/tools/images/containers.conf}
 

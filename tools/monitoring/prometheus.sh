@@ -6,17 +6,16 @@
 # Cached in $CONTROL_PLANE_CACHE; prints the binary's path on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
+component=prometheus
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
 bin="$cache/prometheus-$PROMETHEUS_VERSION/bin"
-log() { printf '[prometheus] %s\n' "$*" >&2; }
 
 if [ -x "$bin/prometheus" ]; then
   log "warm: Prometheus $PROMETHEUS_VERSION in $bin"
   echo "$bin/prometheus"; exit 0
 fi
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build Prometheus from its module"; exit 1; }
+need_go "to build Prometheus from its module"
 start=$(date +%s)
 mkdir -p "$bin"
 # Prometheus 3.x's Go module versions are v0.3MM.P for v3.MM.P.

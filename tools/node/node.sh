@@ -8,24 +8,23 @@
 # Cached in $CONTROL_PLANE_CACHE; prints the directory holding the binaries on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-# shellcheck source=kubernetes-module.sh
-source "$here/kubernetes-module.sh"
+component=node
+# shellcheck source=../provisioning.sh
+source "$here/../provisioning.sh"
+# shellcheck source=../control-plane/kubernetes-module.sh
+source "$tools/control-plane/kubernetes-module.sh"
 
-cache=${CONTROL_PLANE_CACHE:-$HOME/.cache/torchjob-control-plane}
 # Our own sources are part of the key: a change to them builds anew.
 # kube-proxy joined the node's binaries later: the list of them is part of the key too.
 components="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns pause"
 sources=$( (echo "$components"; cat "$here/coredns/main.go" "$here/pause/main.go") | sha256sum | cut -c1-8)
 bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-$sources/bin"
-log() { printf '[node] %s\n' "$*" >&2; }
 
 if [ -f "$bin/.complete" ]; then
   log "warm: kubelet $KUBERNETES_VERSION, containerd $CONTAINERD_VERSION, CoreDNS $COREDNS_VERSION in $bin"
   echo "$bin"; exit 0
 fi
-command -v go >/dev/null || { log "no 'go' on PATH: Go >= 1.26 is needed to build the node from modules"; exit 1; }
+need_go "to build the node from modules"
 start=$(date +%s)
 mkdir -p "$bin"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
