@@ -174,64 +174,43 @@ class WorkloadSyncTest {
         assertNull(sync(job(PENDING, false, 0, 0), deactivatedByAnAdmin).active(), "an administrator's deactivation stands");
     }
 
+    /** Admitted for a master and 5 workers, with this PodsReady condition (none when null). */
+    static GenericKubernetesResource admittedWithPodsReady(String status, String reason) {
+        return workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True"}
+                - {type: Admitted, status: "True"}
+                %s
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
+                """.formatted(status == null ? "" : "- {type: PodsReady, status: \"" + status + "\", reason: " + reason + ", message: \""
+                + ("True".equals(status) ? "All pods reached readiness and the workload is running" : "Not all pods are ready or succeeded")
+                + "\"}"));
+    }
+
+    static List<Object> podsReady(Map<String, Object> status) {
+        return List.of(condition(status, "PodsReady").get("status"), condition(status, "PodsReady").get("reason"));
+    }
+
     @Test
     void podsReadyFollowsThePods() {
-        String admitted = """
-                conditions:
-                - {type: QuotaReserved, status: "True"}
-                - {type: Admitted, status: "True"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
-                """;
-        var starting = sync(job(state(JobPhase.Pending, null), false, 6, 3), workload(admitted)).status();
-        assertEquals(List.of("False", "WaitForStart"), List.of(condition(starting, "PodsReady").get("status"), condition(starting, "PodsReady").get("reason")));
-        var started = sync(job(state(JobPhase.Running, null), false, 6, 6), workload(admitted)).status();
-        assertEquals(List.of("True", "Started"), List.of(condition(started, "PodsReady").get("status"), condition(started, "PodsReady").get("reason")),
-                "6 of the admitted 1 + 5 pods (partial admission)");
+        var starting = sync(job(state(JobPhase.Pending, null), false, 6, 3), admittedWithPodsReady(null, null)).status();
+        assertEquals(List.of("False", "WaitForStart"), podsReady(starting));
+        var started = sync(job(state(JobPhase.Running, null), false, 6, 6), admittedWithPodsReady(null, null)).status();
+        assertEquals(List.of("True", "Started"), podsReady(started), "6 of the admitted 1 + 5 pods (partial admission)");
 
-        GenericKubernetesResource wasReady = workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True"}
-                - {type: Admitted, status: "True"}
-                - {type: PodsReady, status: "True", reason: Started, message: "All pods reached readiness and the workload is running"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
-                """);
+        GenericKubernetesResource wasReady = admittedWithPodsReady("True", "Started");
         var restarting = sync(job(state(JobPhase.Running, null), false, 6, 5), wasReady).status();
-        assertEquals("WaitForRecovery", condition(restarting, "PodsReady").get("reason"));
+        assertEquals(List.of("False", "WaitForRecovery"), podsReady(restarting));
         assertFalse(sync(job(state(JobPhase.Running, null), false, 6, 6), wasReady).any(), "nothing written while nothing changes");
 
-        GenericKubernetesResource recovering = workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True"}
-                - {type: Admitted, status: "True"}
-                - {type: PodsReady, status: "False", reason: WaitForRecovery, message: "Not all pods are ready or succeeded"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
-                """);
-        var recovered = sync(job(state(JobPhase.Running, null), false, 6, 6), recovering).status();
-        assertEquals(List.of("True", "Recovered"), List.of(condition(recovered, "PodsReady").get("status"), condition(recovered, "PodsReady").get("reason")));
-        GenericKubernetesResource wasRecovered = workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True"}
-                - {type: Admitted, status: "True"}
-                - {type: PodsReady, status: "True", reason: Recovered, message: "All pods reached readiness and the workload is running"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 5, flavors: {nvidia.com/gpu: a100}}
-                """);
-        assertFalse(sync(job(state(JobPhase.Running, null), false, 6, 6), wasRecovered).any(), "a recovered workload stays Recovered, as Kueue's");
+        var recovered = sync(job(state(JobPhase.Running, null), false, 6, 6), admittedWithPodsReady("False", "WaitForRecovery")).status();
+        assertEquals(List.of("True", "Recovered"), podsReady(recovered));
+        assertFalse(sync(job(state(JobPhase.Running, null), false, 6, 6), admittedWithPodsReady("True", "Recovered")).any(),
+                "a recovered workload stays Recovered, as Kueue's");
     }
 
     /**
