@@ -77,8 +77,8 @@ public record StartBlocker(String reason, String message) {
     }
 
     /**
-     * A scheduled pod whose containers are still being created {@link #LOOK_AT_WARNINGS_AFTER} after it
-     * was scheduled, and whose status does not say why: only its Warning events can.
+     * A scheduled pod whose containers its kubelet still reports as being created {@link #LOOK_AT_WARNINGS_AFTER}
+     * after it was scheduled, and whose status does not say why: only its Warning events can.
      */
     public static boolean needsWarnings(Pod pod, Instant now) {
         return lookAtWarningsFrom(pod).filter(from -> !now.isBefore(from)).isPresent();
@@ -94,7 +94,11 @@ public record StartBlocker(String reason, String message) {
                 || fromStatus(pod).isPresent()) {
             return Optional.empty();
         }
-        boolean creating = containerStatuses(pod).stream().allMatch(s -> s.getState() != null && s.getState().getWaiting() != null
+        // A kubelet reports every container as creating when it starts on a pod, before it mounts volumes or
+        // makes the sandbox: a pod without container statuses has not reached one (a backlogged or down node),
+        // so no kubelet warning of it can exist yet and none is looked for.
+        List<ContainerStatus> statuses = containerStatuses(pod);
+        boolean creating = !statuses.isEmpty() && statuses.stream().allMatch(s -> s.getState() != null && s.getState().getWaiting() != null
                 && (s.getState().getWaiting().getReason() == null || CREATING.contains(s.getState().getWaiting().getReason())));
         Optional<PodCondition> scheduled = condition(pod, "PodScheduled").filter(c -> "True".equals(c.getStatus()));
         if (!creating || scheduled.isEmpty() || scheduled.get().getLastTransitionTime() == null) {
