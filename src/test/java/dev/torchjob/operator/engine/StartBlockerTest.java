@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,6 +21,7 @@ import dev.torchjob.operator.engine.StartBlocker.PodWarning;
 import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RunPolicy;
 import dev.torchjob.operator.testing.PodFates;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
@@ -129,6 +131,10 @@ class StartBlockerTest {
 
         run.now = scheduled.plus(StartBlocker.LOOK_AT_WARNINGS_AFTER);
         assertTrue(StartBlocker.needsWarnings(worker, run.now));
+        List<ContainerStatus> reported = worker.getStatus().getContainerStatuses();
+        worker.getStatus().setContainerStatuses(new ArrayList<>());
+        assertFalse(StartBlocker.needsWarnings(worker, run.now), "no kubelet has reported on it (no container status): it has no warnings yet");
+        worker.getStatus().setContainerStatuses(reported);
         String mount = "MountVolume.SetUp failed for volume \"settings\" : configmap \"settings\" not found";
         run.warnings = Map.of(uid, List.of(
                 new PodWarning(uid, "FailedMount", mount, run.now.minusSeconds(4)),
