@@ -214,7 +214,7 @@ public final class KubeflowPlanner {
                 : status.phase == JobPhase.Failed && status.failureReason != null ? outcomeOf(status.failureReason) : null;
         return new JobState(
                 status.observedGeneration != null,
-                status.phase == null ? null : status.phase,
+                status.phase,
                 StatusTime.parse(status.startTime),
                 StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
@@ -251,7 +251,7 @@ public final class KubeflowPlanner {
         next.startTime = state.startTime() == null ? null : state.startTime().toString();
         next.completionTime = state.completionTime() == null ? null : state.completionTime().toString();
         next.observedGeneration = job.getMetadata().getGeneration();
-        next.phase = state.phase() == null ? null : state.phase();
+        next.phase = state.phase();
         next.failureReason = state.outcome() != null && state.outcome().isFailure() ? state.outcome().name() : null;
         next.backoffCount = state.backoffCount();
         next.countedRestarts = state.countedRestarts().isEmpty() ? null

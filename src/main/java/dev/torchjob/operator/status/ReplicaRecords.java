@@ -58,7 +58,7 @@ public final class ReplicaRecords {
             List<ReplicaState> replicas = new ArrayList<>();
             for (ReplicaStatus replica : task.replicas) {
                 replicas.add(new ReplicaState(replica.name, replica.uid,
-                        replica.phase == null ? null : replica.phase,
+                        replica.phase,
                         replica.containers.stream().map(c -> new JobState.ContainerState(c.name, c.state, c.exitCode, c.reason)).toList(),
                         replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow,
                         replica.restartsInPlace == null ? 0 : replica.restartsInPlace,

@@ -97,7 +97,7 @@ public final class T9kModel {
         JobCondition initialized = Conditions.find(status.conditions, JobCondition.INITIALIZED);
         return new JobState(
                 status.observedGeneration != null,
-                status.phase == null ? null : status.phase,
+                status.phase,
                 StatusTime.parse(status.startTime),
                 StatusTime.parse(status.completionTime),
                 status.backoffCount == null ? 0 : status.backoffCount,
