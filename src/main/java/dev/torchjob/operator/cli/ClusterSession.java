@@ -6,6 +6,9 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -19,6 +22,10 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.ContainerResource;
+import io.fabric8.kubernetes.client.vertx.VertxHttpClientFactory;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.file.FileSystemOptions;
 
 /**
  * The cluster as the user's kubectl reaches it (--kubeconfig, KUBECONFIG, ~/.kube/config; --context;
@@ -39,11 +46,18 @@ final class ClusterSession implements AutoCloseable {
     private final KubernetesClient client;
     final String namespace;
     private final String server;
+    /** The HTTP client's event loops when this session made them; stopped before the command returns. */
+    private final Optional<Vertx> eventLoops;
 
     ClusterSession(KubernetesClient client, String namespace, String server) {
+        this(client, namespace, server, Optional.empty());
+    }
+
+    private ClusterSession(KubernetesClient client, String namespace, String server, Optional<Vertx> eventLoops) {
         this.client = client;
         this.namespace = namespace;
         this.server = server;
+        this.eventLoops = eventLoops;
     }
 
     static ClusterSession open(CliArguments args) throws Failure {
@@ -70,7 +84,24 @@ final class ClusterSession implements AutoCloseable {
         config.setConnectionTimeout(5_000);
         String namespace = Optional.ofNullable(args.flags().get("namespace")).or(() -> Optional.ofNullable(config.getNamespace()))
                 .orElse("default");
-        return new ClusterSession(new KubernetesClientBuilder().withConfig(config).build(), namespace, config.getMasterUrl());
+        Vertx eventLoops = eventLoops();
+        KubernetesClient client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new VertxHttpClientFactory(eventLoops))
+                .build();
+        return new ClusterSession(client, namespace, config.getMasterUrl(), Optional.of(eventLoops));
+    }
+
+    /**
+     * fabric8's Vert.x HTTP client on event loops this session owns, so that {@link #close} can wait
+     * for them to stop. Left running, they sit in epoll_wait, native code, and a JVM exiting waits
+     * 300 ms for such threads: a third of a {@code get}. One loop is plenty for one person's requests.
+     */
+    private static Vertx eventLoops() {
+        // As fabric8 makes its own: names resolved by the JDK (/etc/hosts, search domains), no file cache.
+        if (System.getProperty("vertx.disableDnsResolver") == null) {
+            System.setProperty("vertx.disableDnsResolver", "true");
+        }
+        return Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setUseDaemonThread(true)
+                .setFileSystemOptions(new FileSystemOptions().setFileCachingEnabled(false).setClassPathResolvingEnabled(false)));
     }
 
     /** The job the user named: its kind if given, else whichever kind has a job of that name. */
@@ -210,5 +241,14 @@ final class ClusterSession implements AutoCloseable {
     @Override
     public void close() {
         client.close();
+        eventLoops.ifPresent(loops -> {
+            try {
+                loops.close().toCompletionStage().toCompletableFuture().get(5, TimeUnit.SECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                // the command's work is done; the JVM exits all the same
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
     }
 }

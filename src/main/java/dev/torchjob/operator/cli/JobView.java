@@ -12,10 +12,14 @@ import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
 import dev.torchjob.operator.engine.JobPhase;
+import dev.torchjob.operator.engine.JobState;
+import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kubeflow.KubeflowModel;
+import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck.Scope;
 import dev.torchjob.operator.status.StatusTime;
 import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kModel;
@@ -24,7 +28,8 @@ import io.fabric8.kubernetes.api.model.ObjectMeta;
 /**
  * A job of either API as the command line shows it: its phase, conditions, replica groups, restarts
  * against its budget, queue and the labels that find its pods. Built by the same adapters the
- * operator uses, so "restarts 1/3" means what the operator counts.
+ * operator uses, so "restarts 1/3" means what the operator counts; the pod templates are the
+ * operator's to judge (its InvalidSpec), not read again here.
  */
 public record JobView(
         JobKind kind,
@@ -50,10 +55,11 @@ public record JobView(
         if (status != null && status.conditions != null) {
             status.conditions.forEach(c -> conditions.add(new Condition(c.type, c.isTrue(), c.reason, c.message, instant(c.lastTransitionTime))));
         }
-        TrainingJob model = T9kModel.job(job);
+        TrainingJob model = T9kModel.job(job, Scope.SPEC_BUT_TEMPLATES);
         return new JobView(JobKind.T9K, job.getMetadata().getName(), job.getMetadata().getNamespace(),
                 instant(job.getMetadata().getCreationTimestamp()),
-                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions), model.groups(),
+                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions),
+                groups(model, T9kModel.state(status)),
                 status == null || status.backoffCount == null ? 0 : status.backoffCount, model.runPolicy(), queue(job.getMetadata()),
                 Map.of(JobLabels.OWNER_KIND, PyTorchTrainingJob.KIND, JobLabels.OWNER_NAME, job.getMetadata().getName()),
                 JobLabels.REPLICA_TYPE);
@@ -66,12 +72,18 @@ public record JobView(
             status.conditions.forEach(c -> conditions.add(new Condition(c.type, "True".equals(c.status), c.reason, c.message,
                     instant(c.lastTransitionTime))));
         }
-        TrainingJob model = KubeflowModel.job(job);
+        TrainingJob model = KubeflowModel.job(job, Scope.SPEC_BUT_TEMPLATES);
         return new JobView(JobKind.KUBEFLOW, job.getMetadata().getName(), job.getMetadata().getNamespace(),
                 instant(job.getMetadata().getCreationTimestamp()),
-                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions), model.groups(),
+                status == null || status.phase == null ? JobPhase.Pending : status.phase, List.copyOf(conditions),
+                groups(model, KubeflowPlanner.state(status)),
                 status == null || status.backoffCount == null ? 0 : status.backoffCount, model.runPolicy(), queue(job.getMetadata()),
                 Map.of(KubeflowLabels.JOB_NAME, job.getMetadata().getName()), KubeflowLabels.REPLICA_TYPE);
+    }
+
+    /** None for a job the operator failed InvalidSpec: its templates are checked there, not here. */
+    private static List<TrainingJob.ReplicaGroup> groups(TrainingJob model, JobState state) {
+        return state.outcome() == Outcome.InvalidSpec ? List.of() : model.groups();
     }
 
     private static Optional<String> queue(ObjectMeta meta) {

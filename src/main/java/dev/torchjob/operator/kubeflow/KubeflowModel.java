@@ -16,6 +16,7 @@ import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RetryableExitCodes;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
 import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck.Scope;
 
 /** Reads a PyTorchJob into the engine's model, with Kubeflow v1.9's defaults and rules. */
 public final class KubeflowModel {
@@ -27,12 +28,17 @@ public final class KubeflowModel {
 
     /** The job as the engine sees it; a spec that fails {@link KubeflowSpecValidator} becomes an invalid job. */
     public static TrainingJob job(PyTorchJob job) {
+        return job(job, Scope.WHOLE_SPEC);
+    }
+
+    /** The job with only {@code reading} of its spec validated. */
+    public static TrainingJob job(PyTorchJob job, Scope reading) {
         PyTorchJobSpec spec = job.getSpec();
         var meta = job.getMetadata();
         TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy)
                 .withRestartScope(TrainingJob.RestartScope.of(meta.getAnnotations()));
         RunMode runMode = spec != null && spec.runPolicy != null && Boolean.TRUE.equals(spec.runPolicy.suspend) ? RunMode.PAUSE : RunMode.TRAIN;
-        Optional<String> problem = KubeflowSpecValidator.problemWith(job);
+        Optional<String> problem = KubeflowSpecValidator.problemWith(job, reading);
         if (problem.isPresent()) {
             return TrainingJob.invalid(meta.getName(), meta.getNamespace(), meta.getUid(), meta.getGeneration(), runPolicy, runMode,
                     problem.get());

@@ -13,6 +13,7 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJobSpec;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.podtemplate.PodTemplateCheck;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck.Scope;
 
 /**
  * Kubeflow's defaulter and webhook rules for PyTorchJob, for what the API server could not check
@@ -29,6 +30,10 @@ public final class KubeflowSpecValidator {
     }
 
     public static Optional<String> problemWith(PyTorchJob job) {
+        return problemWith(job, Scope.WHOLE_SPEC);
+    }
+
+    public static Optional<String> problemWith(PyTorchJob job, Scope reading) {
         String name = job.getMetadata().getName();
         if (name == null || !DNS_1035.matcher(name).matches()) {
             return Optional.of("metadata.name \"" + name + "\" must be a DNS-1035 label (lowercase letters, digits and '-', "
@@ -89,7 +94,9 @@ public final class KubeflowSpecValidator {
             if (longestPod.length() > MAX_POD_NAME) {
                 return Optional.of("pod name " + longestPod + " is longer than " + MAX_POD_NAME + " characters; shorten metadata.name");
             }
-            Optional<String> template = PodTemplateCheck.problemWith(entry.getValue().template, field, Optional.of(TRAINING_CONTAINER));
+            Optional<String> template = reading == Scope.WHOLE_SPEC
+                    ? PodTemplateCheck.problemWith(entry.getValue().template, field, Optional.of(TRAINING_CONTAINER))
+                    : Optional.empty();
             if (template.isPresent()) {
                 return template;
             }

@@ -13,6 +13,7 @@ import dev.torchjob.operator.api.ReplicaSpec;
 import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.TrainingJob;
 import dev.torchjob.operator.podtemplate.PodTemplateCheck;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck.Scope;
 
 /**
  * Checks what the operator relies on and the API server may not have checked (the pod
@@ -30,6 +31,10 @@ public final class SpecValidator {
     }
 
     public static Optional<String> problemWith(PyTorchTrainingJob job) {
+        return problemWith(job, Scope.WHOLE_SPEC);
+    }
+
+    public static Optional<String> problemWith(PyTorchTrainingJob job, Scope reading) {
         String name = job.getMetadata().getName();
         if (name == null || !DNS_1035.matcher(name).matches()) {
             return Optional.of("metadata.name \"" + name + "\" must be a DNS-1035 label (lowercase letters, digits and '-', "
@@ -83,7 +88,7 @@ public final class SpecValidator {
                 return Optional.of("pod name " + longestPod + " is longer than " + MAX_NAME_LENGTH
                         + " characters; shorten metadata.name or " + field + ".type");
             }
-            Optional<String> template = templateProblem(group, field);
+            Optional<String> template = reading == Scope.WHOLE_SPEC ? templateProblem(group, field) : Optional.empty();
             if (template.isPresent()) {
                 return template;
             }

@@ -22,6 +22,7 @@ import dev.torchjob.operator.engine.TrainingJob.ReplicaGroup;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
 import dev.torchjob.operator.engine.TrainingJob;
+import dev.torchjob.operator.podtemplate.PodTemplateCheck.Scope;
 import dev.torchjob.operator.status.ReplicaRecords;
 import dev.torchjob.operator.status.StatusTime;
 
@@ -32,12 +33,17 @@ public final class T9kModel {
 
     /** The job as the engine sees it; a spec that fails {@link SpecValidator} becomes an invalid job. */
     public static TrainingJob job(PyTorchTrainingJob job) {
+        return job(job, Scope.WHOLE_SPEC);
+    }
+
+    /** The job with only {@code reading} of its spec validated. */
+    public static TrainingJob job(PyTorchTrainingJob job, Scope reading) {
         PyTorchTrainingJobSpec spec = job.getSpec();
         var meta = job.getMetadata();
         TrainingJob.RunPolicy runPolicy = runPolicy(spec == null ? null : spec.runPolicy)
                 .withRestartScope(TrainingJob.RestartScope.of(meta.getAnnotations()));
         RunMode runMode = runMode(spec);
-        Optional<String> problem = SpecValidator.problemWith(job);
+        Optional<String> problem = SpecValidator.problemWith(job, reading);
         if (problem.isPresent()) {
             return TrainingJob.invalid(meta.getName(), meta.getNamespace(), meta.getUid(), meta.getGeneration(), runPolicy, runMode,
                     problem.get());

@@ -90,6 +90,36 @@ class ClusterSessionTest {
         }
     }
 
+    /**
+     * A JVM leaving with event loops blocked in epoll waits 300 ms for them: the session's own loops
+     * are stopped when it closes, not left to the exit.
+     */
+    @Test
+    void aClosedSessionLeavesNoEventLoopRunning(@org.junit.jupiter.api.io.TempDir java.nio.file.Path folder) throws Exception {
+        server.expect().get().withPath(T9K_JOBS).andReturn(404, status(404, "NotFound")).always();
+        server.expect().get().withPath(KUBEFLOW_JOBS).andReturn(404, status(404, "NotFound")).always();
+        java.nio.file.Path kubeconfig = folder.resolve("config");
+        java.nio.file.Files.writeString(kubeconfig, """
+                apiVersion: v1
+                kind: Config
+                clusters: [{name: mock, cluster: {server: "%s"}}]
+                users: [{name: someone, user: {token: t}}]
+                contexts: [{name: mock, context: {cluster: mock, user: someone, namespace: team-a}}]
+                current-context: mock
+                """.formatted(server.url("/")));
+        java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
+        try (ClusterSession session = ClusterSession.open(CliArguments.parse(List.of("get", "--kubeconfig", kubeconfig.toString())))) {
+            assertEquals(List.of(), session.jobs());
+            assertTrue(Thread.getAllStackTraces().keySet().stream().anyMatch(t -> !before.contains(t) && t.getName().startsWith("vert.x-")),
+                    "the session's requests run on event loops of its own");
+        } finally {
+            System.clearProperty(io.fabric8.kubernetes.client.Config.KUBERNETES_KUBECONFIG_FILE);
+        }
+        List<String> left = Thread.getAllStackTraces().keySet().stream().filter(t -> !before.contains(t) && t.isAlive())
+                .map(Thread::getName).filter(n -> n.startsWith("vert.x-")).toList();
+        assertEquals(List.of(), left);
+    }
+
     /** While a log is followed, only a refusal is the user's to hear; a pod that went away is found again on the next look. */
     @Test
     void aRefusalWhileFollowingIsOnlyA401OrA403() {

@@ -111,6 +111,35 @@ class JobViewTest {
                 """, table);
     }
 
+    /** The operator judges the pod templates; the command line shows its verdict rather than reading them again. */
+    @Test
+    void aJobTheOperatorFoundInvalidHasNoReplicasAndOneNotYetJudgedShowsWhatItAsksFor() {
+        String malformedTemplate = """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: ddp, namespace: ml, creationTimestamp: "2026-11-26T11:50:00Z"}
+                spec:
+                  replicaSpecs:
+                  - {type: master, template: {spec: {containers: "not a list"}}}
+                  - {type: worker, replicas: 2, template: {spec: {containers: [{name: pytorch, image: torch}]}}}
+                """;
+        JobView notYetJudged = JobView.of(Serialization.unmarshal(malformedTemplate, PyTorchTrainingJob.class));
+        assertEquals(List.of("master 1", "worker 2"), notYetJudged.groups().stream().map(g -> g.type() + " " + g.replicas()).toList());
+
+        JobView judged = JobView.of(Serialization.unmarshal(malformedTemplate + """
+                status:
+                  phase: Failed
+                  conditions:
+                  - {type: Failed, status: "True", reason: InvalidSpec, message: "spec.replicaSpecs[0].template is not a valid pod template"}
+                """, PyTorchTrainingJob.class));
+        assertEquals(List.of(), judged.groups());
+        assertTrue(JobHistory.render(judged, List.of(), List.of()).lines().toList()
+                .contains("Replicas:  <none: the spec is invalid, see Conditions>"));
+        assertEquals(List.of(), kubeflow("{phase: Failed, failureReason: InvalidSpec}").groups());
+        assertEquals(List.of("Master 1", "Worker 3"), kubeflow("{phase: Failed, failureReason: BackoffLimitExceeded}").groups().stream()
+                .map(g -> g.type() + " " + g.replicas()).toList());
+    }
+
     @Test
     void describeTellsTheHistoryInTimeOrderWithEachRestartAndThePods() {
         JobView job = t9k("{}", RESTARTED_AND_SUCCEEDED);
