@@ -16,13 +16,17 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
 import dev.torchjob.operator.cli.CliArguments.JobReference;
 import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.EventList;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodList;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.ContainerResource;
-import io.fabric8.kubernetes.client.vertx.VertxHttpClientFactory;
+import io.fabric8.kubernetes.client.http.HttpClient;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.fabric8.kubernetes.client.vertx.VertxHttpClientBuilder;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.file.FileSystemOptions;
@@ -85,8 +89,7 @@ final class ClusterSession implements AutoCloseable {
         String namespace = Optional.ofNullable(args.flags().get("namespace")).or(() -> Optional.ofNullable(config.getNamespace()))
                 .orElse("default");
         Vertx eventLoops = eventLoops();
-        KubernetesClient client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new VertxHttpClientFactory(eventLoops))
-                .build();
+        KubernetesClient client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new OnEventLoops(eventLoops)).build();
         return new ClusterSession(client, namespace, config.getMasterUrl(), Optional.of(eventLoops));
     }
 
@@ -102,6 +105,14 @@ final class ClusterSession implements AutoCloseable {
         }
         return Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setUseDaemonThread(true)
                 .setFileSystemOptions(new FileSystemOptions().setFileCachingEnabled(false).setClassPathResolvingEnabled(false)));
+    }
+
+    /** fabric8's Vert.x client on the given event loops (Quarkus removes fabric8's own factory from native executables). */
+    private record OnEventLoops(Vertx eventLoops) implements HttpClient.Factory {
+        @Override
+        public HttpClient.Builder newBuilder() {
+            return new VertxHttpClientBuilder<>(this, eventLoops);
+        }
     }
 
     /** The job the user named: its kind if given, else whichever kind has a job of that name. */
@@ -166,6 +177,18 @@ final class ClusterSession implements AutoCloseable {
                 .withField("involvedObject.name", job.name()).withField("involvedObject.kind", job.kind().kind).list().getItems());
         events.sort(Comparator.comparing(JobHistory::eventTime, Comparator.nullsFirst(Comparator.naturalOrder())));
         return events;
+    }
+
+    /**
+     * Reads, from text, one of each resource the verbs read (jobs of both kinds, pods, events), so
+     * that the classes the cluster's answers need are loaded; nothing is asked of the cluster.
+     */
+    void readOnceWhatEveryVerbReads() {
+        KubernetesSerialization serialization = client.getKubernetesSerialization();
+        serialization.unmarshal("{\"apiVersion\": \"v1\", \"kind\": \"PodList\", \"items\": [{}]}", PodList.class);
+        serialization.unmarshal("{\"apiVersion\": \"v1\", \"kind\": \"EventList\", \"items\": [{}]}", EventList.class);
+        serialization.unmarshal("{}", PyTorchTrainingJob.class);
+        serialization.unmarshal("{}", PyTorchJob.class);
     }
 
     /** One container's log, as {@code kubectl logs} reads it; a refusal while it is read is {@link #refusal}. */

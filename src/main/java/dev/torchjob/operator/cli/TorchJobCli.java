@@ -60,6 +60,12 @@ public final class TorchJobCli {
         }
     }
 
+    /**
+     * Set by the JVM launcher (bin/kubectl-torchjob) on the call that writes its class-data archive: the
+     * archive then holds what every verb loads, not only what the first one needed.
+     */
+    static final String WRITING_CLASS_ARCHIVE = "torchjob.cli.writing-class-archive";
+
     public static int run(List<String> args, PrintStream out, PrintStream err) {
         if (!args.isEmpty() && HELP.contains(args.get(0))) {
             out.print(USAGE);
@@ -73,12 +79,16 @@ public final class TorchJobCli {
             return ClusterSession.EXIT_ERROR;
         }
         try (ClusterSession cluster = ClusterSession.open(parsed)) {
-            return switch (parsed.verb()) {
+            int code = switch (parsed.verb()) {
                 case GET -> get(cluster, parsed, out, err);
                 case DESCRIBE -> describe(cluster, parsed, out);
                 case WAIT -> waitFor(cluster, parsed, out, err);
                 case LOGS -> new ReplicaLogs(cluster, parsed, out, err).run(cluster.job(parsed.job().orElseThrow()));
             };
+            if (Boolean.getBoolean(WRITING_CLASS_ARCHIVE)) {
+                cluster.readOnceWhatEveryVerbReads();
+            }
+            return code;
         } catch (Failure | BadInput e) {
             err.println(e.getMessage());
             return ClusterSession.EXIT_ERROR;

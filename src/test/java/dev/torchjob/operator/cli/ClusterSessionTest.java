@@ -120,6 +120,14 @@ class ClusterSessionTest {
         assertEquals(List.of(), left);
     }
 
+    /** What the launcher's first call adds to fill its class-data archive asks nothing of the cluster. */
+    @Test
+    void readingWhatEveryVerbReadsForTheClassArchiveAsksNothing() {
+        int before = server.getRequestCount();
+        session().readOnceWhatEveryVerbReads();
+        assertEquals(before, server.getRequestCount());
+    }
+
     /** While a log is followed, only a refusal is the user's to hear; a pod that went away is found again on the next look. */
     @Test
     void aRefusalWhileFollowingIsOnlyA401OrA403() {
