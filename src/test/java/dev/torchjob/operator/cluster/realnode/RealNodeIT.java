@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -81,7 +82,7 @@ class RealNodeIT {
             Pod p = admin.pods().inNamespace(ns).withName(pod).get();
             return p != null && p.getStatus() != null && !"Pending".equals(p.getStatus().getPhase());
         }));
-        List<Kubectl.Watch> followed = new java.util.ArrayList<>();
+        List<Kubectl.Watch> followed = new ArrayList<>();
         for (String pod : ranks) {
             followed.add(kubectl.watch("logs", "-f", "-n", ns, pod));
         }
@@ -314,8 +315,22 @@ class RealNodeIT {
         PyTorchJob counted = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
                 .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("inplace").get(),
                         j -> j != null && j.getStatus() != null && j.getStatus().backoffCount != null && j.getStatus().backoffCount >= 1);
-        String previous = kubectl.run("logs", "--previous", "-n", ns, "inplace-worker-0").orFail().out();
-        assertTrue(previous.contains("rank 1: exiting with code 3 as asked"), previous);
+        // The crash is in the pod's own logs. When the restarted container fails again within its back-off, the kubelet
+        // removes the first one while its status still names it as the last state, until the next start: then
+        // `--previous` prints "unable to retrieve container logs for …" (exit 0) and the crash is the current
+        // container's log (docs/kubeflow.md). Either way the pod is the same one, restarted in place.
+        String asked = "rank 1: exiting with code 3 as asked";
+        List<String> answers = new ArrayList<>();
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(300)).untilAsserted(() -> {
+            String previous = kubectl.run("logs", "--previous", "-n", ns, "inplace-worker-0").out();
+            String current = previous.contains(asked) ? "" : kubectl.run("logs", "-n", ns, "inplace-worker-0").out();
+            answers.add(previous.trim() + " / " + current.trim());
+            assertTrue(previous.contains(asked) || current.contains(asked), answers.toString());
+        });
+        assertTrue(admin.pods().inNamespace(ns).withName("inplace-worker-0").get().getStatus().getContainerStatuses().get(0)
+                .getRestartCount() >= 1, "restarted in place: the same pod, its container's restart count");
+        System.out.printf("the crash of a container the kubelet restarted in place: in its pod's logs at the %d%s asking (%s)%n",
+                answers.size(), answers.size() == 1 ? "st" : "th", answers.get(answers.size() - 1).startsWith(asked) ? "--previous" : "current");
         String lastFailure = counted.getStatus().tasks.stream().filter(t -> "Worker".equalsIgnoreCase(t.type)).findFirst().orElseThrow()
                 .replicas.get(0).lastFailure;
         assertTrue(lastFailure != null && lastFailure.contains("exiting with code 3 as asked"), String.valueOf(lastFailure));
@@ -522,8 +537,8 @@ class RealNodeIT {
      */
     @Test
     void timeToTrainAndToTrainAgainAfterAFailure() throws IOException {
-        List<Long> toTraining = new java.util.ArrayList<>();
-        List<Long> toTrainingAgain = new java.util.ArrayList<>();
+        List<Long> toTraining = new ArrayList<>();
+        List<Long> toTrainingAgain = new ArrayList<>();
         int rounds = Integer.getInteger("torchjob.realnode.rounds", 1); // 5 for the figures in docs/testing.md
         for (int round = 0; round < rounds; round++) {
             String ns = install.namespace("timing");
