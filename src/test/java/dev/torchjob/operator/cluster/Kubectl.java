@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -14,15 +15,18 @@ public final class Kubectl {
     private final Path kubeconfig;
     /** Where kubectl finds plugins (kubectl-NAME on PATH), or null: then the kubeconfig is passed as a flag. */
     private final Path plugins;
+    /** Variables set for kubectl and its plugins, on top of this process's environment. */
+    private final Map<String, String> environment;
 
     Kubectl(Path binary, Path kubeconfig) {
-        this(binary, kubeconfig, null);
+        this(binary, kubeconfig, null, Map.of());
     }
 
-    private Kubectl(Path binary, Path kubeconfig, Path plugins) {
+    private Kubectl(Path binary, Path kubeconfig, Path plugins, Map<String, String> environment) {
         this.binary = binary;
         this.kubeconfig = kubeconfig;
         this.plugins = plugins;
+        this.environment = environment;
     }
 
     /**
@@ -30,7 +34,14 @@ public final class Kubectl {
      * user has it (kubectl hands a plugin no flag given before the plugin's name).
      */
     public Kubectl withPlugins(Path folder, Path userKubeconfig) {
-        return new Kubectl(binary, userKubeconfig, folder);
+        return new Kubectl(binary, userKubeconfig, folder, environment);
+    }
+
+    /** This kubectl with these variables in its environment (a plugin's JAVA_HOME, say). */
+    public Kubectl withEnvironment(Map<String, String> variables) {
+        Map<String, String> all = new java.util.HashMap<>(environment);
+        all.putAll(variables);
+        return new Kubectl(binary, kubeconfig, plugins, Map.copyOf(all));
     }
 
     private ProcessBuilder process(String... args) {
@@ -40,6 +51,7 @@ public final class Kubectl {
         }
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putAll(environment);
         if (plugins != null) {
             builder.environment().put("KUBECONFIG", kubeconfig.toString());
             builder.environment().put("PATH", plugins + java.io.File.pathSeparator + System.getenv("PATH"));

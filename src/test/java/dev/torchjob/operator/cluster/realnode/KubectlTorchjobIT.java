@@ -1,5 +1,6 @@
 package dev.torchjob.operator.cluster.realnode;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,6 +93,61 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
         System.out.printf("[kubectl torchjob] first call %d ms, get %d ms, describe %d ms (%s, through kubectl)%n", firstCall.toMillis(),
                 getTook.toMillis(), describeTook.toMillis(), PackagedOperator.isNative() ? "native" : "JVM");
         install.cluster.admin().namespaces().withName(cluster.namespace).delete();
+    }
+
+    /**
+     * The JVM launcher on Java 25 or later, where the machine has one, chosen by JAVA_HOME as a user would: nothing on
+     * stderr (Java 24 and later warn at every start about Netty's sun.misc.Unsafe use unless told not to), the
+     * first call answers and an AOT cache is made from it in the background, and later calls answer with it.
+     */
+    @Test
+    void onJava25TheLauncherKeepsAnAotCacheAndPrintsOnlyTheAnswer(@org.junit.jupiter.api.io.TempDir Path cache) throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeFalse(PackagedOperator.isNative(), "the native executable has no launcher");
+        Path javaHome = javaHomeOfAtLeast(25);
+        org.junit.jupiter.api.Assumptions.assumeTrue(javaHome != null, "no Java 25 or later in /usr/lib/jvm");
+        Kubectl onJava25 = plugin.withEnvironment(java.util.Map.of("JAVA_HOME", javaHome.toString(), "XDG_CACHE_HOME", cache.toString()));
+        OperatorHarness cluster = install.harness("cli-java25");
+        cluster.runJob("Never", "{backoffLimit: 0}");
+
+        for (String call : List.of("first", "after the cache")) {
+            Kubectl.Result got = onJava25.run("torchjob", "get", "-n", cluster.namespace);
+            assertEquals(0, got.exitCode(), call + ": " + got.err());
+            assertEquals("", got.err(), call);
+            assertEquals(List.of("j", "PyTorchTrainingJob"), Kubectl.columns(got.out().lines().toList().get(1)).subList(0, 2), call);
+            if (call.equals("first")) {
+                Instant answered = Instant.now();
+                await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                    try (var files = Files.list(cache.resolve("torchjob"))) {
+                        return files.map(f -> f.getFileName().toString()).toList();
+                    }
+                }, files -> files.size() == 1 && files.get(0).endsWith(".aot"));
+                System.out.printf("[kubectl torchjob] Java 25: the AOT cache made %d ms after the first call answered%n",
+                        Duration.between(answered, Instant.now()).toMillis());
+            }
+        }
+        String described = onJava25.run("torchjob", "describe", "j", "-n", cluster.namespace).orFail().out();
+        assertTrue(described.contains("Kind:      PyTorchTrainingJob"), described);
+        install.cluster.admin().namespaces().withName(cluster.namespace).delete();
+    }
+
+    /** A Java runtime of this feature version or later among the machine's (Debian's /usr/lib/jvm), or null. */
+    private static Path javaHomeOfAtLeast(int feature) throws IOException {
+        Path jvms = Path.of("/usr/lib/jvm");
+        if (!Files.isDirectory(jvms)) {
+            return null;
+        }
+        try (var homes = Files.list(jvms)) {
+            return homes.filter(home -> Files.isExecutable(home.resolve("bin/java")) && Files.isRegularFile(home.resolve("release")))
+                    .filter(home -> {
+                        try {
+                            java.util.regex.Matcher version = java.util.regex.Pattern.compile("JAVA_VERSION=\"(\\d+)")
+                                    .matcher(Files.readString(home.resolve("release")));
+                            return version.find() && Integer.parseInt(version.group(1)) >= feature;
+                        } catch (IOException e) {
+                            return false;
+                        }
+                    }).findFirst().orElse(null);
+        }
     }
 
     @Test
