@@ -3,6 +3,8 @@ package dev.torchjob.operator.cluster.realnode;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -10,9 +12,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import dev.torchjob.operator.cluster.ControlPlane;
 import dev.torchjob.operator.cluster.Kubectl;
@@ -101,11 +107,11 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
      * first call answers and an AOT cache is made from it in the background, and later calls answer with it.
      */
     @Test
-    void onJava25TheLauncherKeepsAnAotCacheAndPrintsOnlyTheAnswer(@org.junit.jupiter.api.io.TempDir Path cache) throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeFalse(PackagedOperator.isNative(), "the native executable has no launcher");
+    void onJava25TheLauncherKeepsAnAotCacheAndPrintsOnlyTheAnswer(@TempDir Path cache) throws IOException {
+        assumeFalse(PackagedOperator.isNative(), "the native executable has no launcher");
         Path javaHome = javaHomeOfAtLeast(25);
-        org.junit.jupiter.api.Assumptions.assumeTrue(javaHome != null, "no Java 25 or later in /usr/lib/jvm");
-        Kubectl onJava25 = plugin.withEnvironment(java.util.Map.of("JAVA_HOME", javaHome.toString(), "XDG_CACHE_HOME", cache.toString()));
+        assumeTrue(javaHome != null, "no Java 25 or later in /usr/lib/jvm");
+        Kubectl onJava25 = plugin.withEnvironment(Map.of("JAVA_HOME", javaHome.toString(), "XDG_CACHE_HOME", cache.toString()));
         OperatorHarness cluster = install.harness("cli-java25");
         cluster.runJob("Never", "{backoffLimit: 0}");
 
@@ -140,7 +146,7 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
             return homes.filter(home -> Files.isExecutable(home.resolve("bin/java")) && Files.isRegularFile(home.resolve("release")))
                     .filter(home -> {
                         try {
-                            java.util.regex.Matcher version = java.util.regex.Pattern.compile("JAVA_VERSION=\"(\\d+)")
+                            Matcher version = Pattern.compile("JAVA_VERSION=\"(\\d+)")
                                     .matcher(Files.readString(home.resolve("release")));
                             return version.find() && Integer.parseInt(version.group(1)) >= feature;
                         } catch (IOException e) {

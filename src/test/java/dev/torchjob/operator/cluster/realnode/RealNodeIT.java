@@ -321,16 +321,18 @@ class RealNodeIT {
         // container's log (docs/kubeflow.md). Either way the pod is the same one, restarted in place.
         String asked = "rank 1: exiting with code 3 as asked";
         List<String> answers = new ArrayList<>();
+        StringBuilder via = new StringBuilder();
         await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(300)).untilAsserted(() -> {
             String previous = kubectl.run("logs", "--previous", "-n", ns, "inplace-worker-0").out();
             String current = previous.contains(asked) ? "" : kubectl.run("logs", "-n", ns, "inplace-worker-0").out();
             answers.add(previous.trim() + " / " + current.trim());
             assertTrue(previous.contains(asked) || current.contains(asked), answers.toString());
+            via.append(previous.contains(asked) ? "--previous" : "the current log");
         });
         assertTrue(admin.pods().inNamespace(ns).withName("inplace-worker-0").get().getStatus().getContainerStatuses().get(0)
                 .getRestartCount() >= 1, "restarted in place: the same pod, its container's restart count");
-        System.out.printf("the crash of a container the kubelet restarted in place: in its pod's logs at the %d%s asking (%s)%n",
-                answers.size(), answers.size() == 1 ? "st" : "th", answers.get(answers.size() - 1).startsWith(asked) ? "--previous" : "current");
+        System.out.printf("the crash of a container the kubelet restarted in place: in its pod's logs (%s), asked %d times%n",
+                via, answers.size());
         String lastFailure = counted.getStatus().tasks.stream().filter(t -> "Worker".equalsIgnoreCase(t.type)).findFirst().orElseThrow()
                 .replicas.get(0).lastFailure;
         assertTrue(lastFailure != null && lastFailure.contains("exiting with code 3 as asked"), String.valueOf(lastFailure));
