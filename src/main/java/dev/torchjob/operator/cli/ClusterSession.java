@@ -1,5 +1,10 @@
 package dev.torchjob.operator.cli;
 
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,6 +35,7 @@ import io.fabric8.kubernetes.client.vertx.VertxHttpClientBuilder;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.file.FileSystemOptions;
+import io.vertx.core.http.HttpClosedException;
 
 /**
  * The cluster as the user's kubectl reaches it (--kubeconfig, KUBECONFIG, ~/.kube/config; --context;
@@ -217,15 +223,45 @@ final class ClusterSession implements AutoCloseable {
     static final class KindNotInstalled extends Exception {
     }
 
+    /**
+     * Every question is a read, so one whose connection was closed under it is asked again on a new
+     * connection, as kubectl does: the HTTP client may hand out a kept-alive connection the API server
+     * has just closed, and a follow that asks every second meets that sooner or later.
+     */
     <T> T ask(String verb, String resource, Supplier<T> question) throws Failure, KindNotInstalled {
-        try {
-            return question.get();
-        } catch (KubernetesClientException e) {
-            if (e.getCode() == 404) {
-                throw new KindNotInstalled();
+        for (int attempt = 1;; attempt++) {
+            try {
+                return question.get();
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 404) {
+                    throw new KindNotInstalled();
+                }
+                if (attempt < ATTEMPTS_ON_A_CLOSED_CONNECTION && closedUnderTheRequest(e)) {
+                    continue;
+                }
+                throw failure(verb, resource, e);
             }
-            throw failure(verb, resource, e);
         }
+    }
+
+    /** A read on a kept-alive connection the server closed gets a new one; a cluster that refuses connections is told at once. */
+    static final int ATTEMPTS_ON_A_CLOSED_CONNECTION = 3;
+
+    /**
+     * Whether a connection that was open closed before the answer came: not a refused or timed-out
+     * connect (the cluster is not there), and not an answer (the cluster said no).
+     */
+    static boolean closedUnderTheRequest(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof ConnectException || cause instanceof SocketTimeoutException) {
+                return false;
+            }
+            if (cause instanceof HttpClosedException || cause instanceof ClosedChannelException || cause instanceof EOFException
+                    || cause instanceof IOException && cause.getMessage() != null && cause.getMessage().contains("Connection reset")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The one line a refused or failed request becomes. */
@@ -246,7 +282,7 @@ final class ClusterSession implements AutoCloseable {
             return true;
         }
         for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
-            if (cause instanceof java.io.IOException) {
+            if (cause instanceof IOException) {
                 return false;
             }
         }

@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -128,7 +129,7 @@ final class ReplicaLogs {
     }
 
     private int follow(JobView first, Selection selection) throws Failure, BadInput {
-        Set<String> read = new HashSet<>();
+        Set<String> read = ConcurrentHashMap.newKeySet();
         Set<String> said = new HashSet<>();
         List<Thread> streams = new ArrayList<>();
         JobView job = first;
@@ -144,7 +145,7 @@ final class ReplicaLogs {
                 }
                 String instance = pod.getMetadata().getUid() + "#" + status.get().getRestartCount();
                 if (read.add(instance)) {
-                    streams.add(startStream(job, pod, container));
+                    streams.add(startStream(job, pod, container, () -> read.remove(instance)));
                 }
             }
             for (Event event : cluster.events(job)) {
@@ -185,21 +186,34 @@ final class ReplicaLogs {
         return pod.find() ? job.replicaOf(pod.group(1)) + ": " : "";
     }
 
-    private Thread startStream(JobView job, Pod pod, String container) {
+    /**
+     * Reads one container's log on a thread of its own. A stream whose connection was closed before
+     * its first line (a kept-alive connection the server had just closed) calls {@code readAgain}, so
+     * that the next look opens it again: nothing of it was printed, so nothing is printed twice.
+     */
+    private Thread startStream(JobView job, Pod pod, String container, Runnable readAgain) {
         String prefix = "[" + job.replicaOf(pod.getMetadata().getName()) + "] ";
         Thread thread = new Thread(() -> {
+            boolean printed = false;
             try (LogWatch watch = stream(pod, container).watchLog();
                     BufferedReader lines = new BufferedReader(new InputStreamReader(watch.getOutput(), StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = lines.readLine()) != null) {
                     out.println(prefix + line);
+                    printed = true;
                 }
             } catch (KubernetesClientException e) {
                 // Anything but a refusal: the pod went away while being read (a new one is found on the next
                 // look), or the cluster did (the next look's list says so).
                 cluster.refusal("get", "pods/log", e).ifPresent(refused -> streamFailure.compareAndSet(null, refused));
+                if (!printed && ClusterSession.closedUnderTheRequest(e)) {
+                    readAgain.run();
+                }
             } catch (java.io.IOException | RuntimeException e) {
                 // the stream was cut (pod deleted, connection closed): the next look finds what replaced it
+                if (!printed && ClusterSession.closedUnderTheRequest(e)) {
+                    readAgain.run();
+                }
             }
         }, "logs-" + pod.getMetadata().getName());
         thread.setDaemon(true);

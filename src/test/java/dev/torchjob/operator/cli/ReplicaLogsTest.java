@@ -25,8 +25,9 @@ import io.fabric8.kubernetes.client.utils.Serialization;
 
 /**
  * {@code kubectl torchjob logs} without following: each replica's lines after its name, what has no log
- * yet said on stderr, a selection that names nothing refused before any request, a refusal in one line.
- * (Following is on the real node: KubectlTorchjobIT, RealNodeIT.)
+ * yet said on stderr, a selection that names nothing refused before any request, a refusal in one line;
+ * following, a stream whose connection closed before its first line read again. (Following across
+ * restarts is on the real node: KubectlTorchjobIT, RealNodeIT.)
  */
 @EnableKubernetesMockClient(https = false)
 class ReplicaLogsTest {
@@ -108,5 +109,39 @@ class ReplicaLogsTest {
         Failure failure = assertThrows(Failure.class, () -> logs("logs mnist"));
         assertEquals("error: not allowed to get pods/log in namespace team-a (RBAC: your user needs the verb \"get\" on \"pods/log\")",
                 failure.getMessage());
+    }
+
+    /**
+     * A log stream opened on a kept-alive connection the server had just closed ends before its first
+     * line: the next look opens it again, so the replica's lines are all there, each once.
+     */
+    @Test
+    void aStreamWhoseConnectionClosedBeforeItsFirstLineIsReadAgain(@org.junit.jupiter.api.io.TempDir java.nio.file.Path folder)
+            throws Exception {
+        String log = "/api/v1/namespaces/team-a/pods/mnist-master-0/log";
+        try (ScriptedApiServer apiServer = new ScriptedApiServer()) {
+            apiServer.dropNext(log, 1).answer(log, 200, "epoch 1\nepoch 2\n")
+                    .answer("/api/v1/namespaces/team-a/pods?", 200, Serialization.asJson(new PodListBuilder()
+                            .withItems(pod("mnist-master-0", "master", true)).build()))
+                    .answer("/api/v1/namespaces/team-a/events", 200, "{\"apiVersion\": \"v1\", \"kind\": \"EventList\", \"items\": []}")
+                    // Running until the log has been read (or five looks have passed without it), then Succeeded.
+                    .answer("/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs/mnist", 200, () -> """
+                            {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "mnist", "namespace": "team-a"},
+                             "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [{"name": "pytorch", "image": "torch"}]}}}}},
+                             "status": {"phase": "%s"}}""".formatted(apiServer.answered().stream().anyMatch(p -> p.startsWith(log))
+                                    || apiServer.requested().stream().filter(p -> p.contains("/pytorchjobs/")).count() > 5 ? "Succeeded" : "Running"));
+            CliArguments args = CliArguments.parse(List.of("logs", "mnist", "-f", "--kubeconfig", apiServer.kubeconfig(folder).toString()));
+            int exit;
+            try (ClusterSession session = ClusterSession.open(args)) {
+                exit = new ReplicaLogs(session, args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8)).run(session.job(new CliArguments.JobReference(
+                                java.util.Optional.of(CliArguments.JobKind.KUBEFLOW), "mnist")));
+            } finally {
+                System.clearProperty(io.fabric8.kubernetes.client.Config.KUBERNETES_KUBECONFIG_FILE);
+            }
+            assertEquals(0, exit, out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
+            assertEquals("[master-0] epoch 1\n[master-0] epoch 2\n[torchjob] job mnist Succeeded\n", out.toString(StandardCharsets.UTF_8));
+            assertEquals(2, apiServer.requested().stream().filter(p -> p.startsWith(log)).count(), "dropped once, then read");
+        }
     }
 }
