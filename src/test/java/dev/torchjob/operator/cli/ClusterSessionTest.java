@@ -99,15 +99,7 @@ class ClusterSessionTest {
     void aClosedSessionLeavesNoEventLoopRunning(@org.junit.jupiter.api.io.TempDir java.nio.file.Path folder) throws Exception {
         server.expect().get().withPath(T9K_JOBS).andReturn(404, status(404, "NotFound")).always();
         server.expect().get().withPath(KUBEFLOW_JOBS).andReturn(404, status(404, "NotFound")).always();
-        java.nio.file.Path kubeconfig = folder.resolve("config");
-        java.nio.file.Files.writeString(kubeconfig, """
-                apiVersion: v1
-                kind: Config
-                clusters: [{name: mock, cluster: {server: "%s"}}]
-                users: [{name: someone, user: {token: t}}]
-                contexts: [{name: mock, context: {cluster: mock, user: someone, namespace: team-a}}]
-                current-context: mock
-                """.formatted(server.url("/")));
+        java.nio.file.Path kubeconfig = dev.torchjob.operator.testing.Kubeconfigs.write(folder.resolve("config"), server.url("/"), "team-a");
         java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
         try (ClusterSession session = ClusterSession.open(CliArguments.parse(List.of("get", "--kubeconfig", kubeconfig.toString())))) {
             assertEquals(List.of(), session.jobs());

@@ -7,7 +7,6 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+
+import dev.torchjob.operator.testing.Kubeconfigs;
 
 /**
  * An API server on loopback, plain HTTP/1.1, that answers each request from a script of path prefixes
@@ -67,16 +68,7 @@ final class ScriptedApiServer implements AutoCloseable {
 
     /** A kubeconfig for this server (namespace team-a), written into the folder. */
     Path kubeconfig(Path folder) throws IOException {
-        Path kubeconfig = folder.resolve("config");
-        Files.writeString(kubeconfig, """
-                apiVersion: v1
-                kind: Config
-                clusters: [{name: scripted, cluster: {server: "http://127.0.0.1:%d"}}]
-                users: [{name: someone, user: {token: t}}]
-                contexts: [{name: scripted, context: {cluster: scripted, user: someone, namespace: team-a}}]
-                current-context: scripted
-                """.formatted(listening.getLocalPort()));
-        return kubeconfig;
+        return Kubeconfigs.write(folder.resolve("config"), "http://127.0.0.1:" + listening.getLocalPort(), "team-a");
     }
 
     private void serve() {

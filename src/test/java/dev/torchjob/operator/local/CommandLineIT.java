@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import dev.torchjob.operator.testing.Kubeconfigs;
 import dev.torchjob.operator.testing.PackagedOperator;
 
 /**
@@ -130,15 +131,7 @@ class CommandLineIT {
         try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closed = socket.getLocalPort(); // free again once closed: nothing listens there
         }
-        Path kubeconfig = home.resolve("kubeconfig");
-        Files.writeString(kubeconfig, """
-                apiVersion: v1
-                kind: Config
-                clusters: [{name: down, cluster: {server: "https://127.0.0.1:%d"}}]
-                users: [{name: me, user: {token: t}}]
-                contexts: [{name: down, context: {cluster: down, user: me}}]
-                current-context: down
-                """.formatted(closed));
+        Path kubeconfig = Kubeconfigs.write(home.resolve("kubeconfig"), "https://127.0.0.1:" + closed, null);
         Result down = start(Map.of("KUBECONFIG", kubeconfig.toString(), "QUARKUS_HTTP_PORT", "0"));
         assertEquals(1, down.exitCode(), down.err());
         down.saysOneParagraph("https://127.0.0.1:" + closed + "/ does not answer", "kubeconfig (" + kubeconfig + ")");
