@@ -223,6 +223,9 @@ final class ClusterSession implements AutoCloseable {
     static final class KindNotInstalled extends Exception {
     }
 
+    /** A read on a kept-alive connection the server closed gets a new one; a cluster that refuses connections is told at once. */
+    static final int ATTEMPTS_ON_A_CLOSED_CONNECTION = 3;
+
     /**
      * Every question is a read, so one whose connection was closed under it is asked again on a new
      * connection, as kubectl does: the HTTP client may hand out a kept-alive connection the API server
@@ -243,9 +246,6 @@ final class ClusterSession implements AutoCloseable {
             }
         }
     }
-
-    /** A read on a kept-alive connection the server closed gets a new one; a cluster that refuses connections is told at once. */
-    static final int ATTEMPTS_ON_A_CLOSED_CONNECTION = 3;
 
     /**
      * Whether a connection that was open closed before the answer came: not a refused or timed-out

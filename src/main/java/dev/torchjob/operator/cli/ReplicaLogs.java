@@ -202,15 +202,12 @@ final class ReplicaLogs {
                     out.println(prefix + line);
                     printed = true;
                 }
-            } catch (KubernetesClientException e) {
-                // Anything but a refusal: the pod went away while being read (a new one is found on the next
-                // look), or the cluster did (the next look's list says so).
-                cluster.refusal("get", "pods/log", e).ifPresent(refused -> streamFailure.compareAndSet(null, refused));
-                if (!printed && ClusterSession.closedUnderTheRequest(e)) {
-                    readAgain.run();
-                }
             } catch (java.io.IOException | RuntimeException e) {
-                // the stream was cut (pod deleted, connection closed): the next look finds what replaced it
+                // Anything but a refusal: the pod went away while being read (a new one is found on the next
+                // look), the stream was cut, or the cluster went away (the next look's list says so).
+                if (e instanceof KubernetesClientException refused) {
+                    cluster.refusal("get", "pods/log", refused).ifPresent(failure -> streamFailure.compareAndSet(null, failure));
+                }
                 if (!printed && ClusterSession.closedUnderTheRequest(e)) {
                     readAgain.run();
                 }
