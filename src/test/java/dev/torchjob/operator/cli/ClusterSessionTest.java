@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
 import dev.torchjob.operator.cli.CliArguments.JobReference;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
+import dev.torchjob.operator.testing.Kubeconfigs;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -99,15 +100,18 @@ class ClusterSessionTest {
     void aClosedSessionLeavesNoEventLoopRunning(@org.junit.jupiter.api.io.TempDir java.nio.file.Path folder) throws Exception {
         server.expect().get().withPath(T9K_JOBS).andReturn(404, status(404, "NotFound")).always();
         server.expect().get().withPath(KUBEFLOW_JOBS).andReturn(404, status(404, "NotFound")).always();
-        java.nio.file.Path kubeconfig = dev.torchjob.operator.testing.Kubeconfigs.write(folder.resolve("config"), server.url("/"), "team-a");
+        java.nio.file.Path kubeconfig = Kubeconfigs.write(folder.resolve("config"), server.url("/"), "team-a");
         java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
-        try (ClusterSession session = ClusterSession.open(CliArguments.parse(List.of("get", "--kubeconfig", kubeconfig.toString())))) {
-            assertEquals(List.of(), session.jobs());
-            assertTrue(Thread.getAllStackTraces().keySet().stream().anyMatch(t -> !before.contains(t) && t.getName().startsWith("vert.x-")),
-                    "the session's requests run on event loops of its own");
-        } finally {
-            System.clearProperty(io.fabric8.kubernetes.client.Config.KUBERNETES_KUBECONFIG_FILE);
-        }
+        int asked = server.getRequestCount();
+        Kubeconfigs.readAsAUserWould(() -> {
+            try (ClusterSession session = ClusterSession.open(CliArguments.parse(List.of("get", "--kubeconfig", kubeconfig.toString())))) {
+                assertEquals(List.of(), session.jobs());
+                assertTrue(Thread.getAllStackTraces().keySet().stream().anyMatch(t -> !before.contains(t) && t.getName().startsWith("vert.x-")),
+                        "the session's requests run on event loops of its own");
+            }
+            return null;
+        });
+        assertEquals(asked + 2, server.getRequestCount(), "both kinds were asked of the kubeconfig's server");
         // Netty completes the loops' termination just before their threads return: a moment to finish.
         List<Thread> loops = Thread.getAllStackTraces().keySet().stream().filter(t -> !before.contains(t) && t.getName().startsWith("vert.x-"))
                 .toList();
@@ -129,12 +133,13 @@ class ClusterSessionTest {
             apiServer.dropNext(T9K_JOBS, 1).answer(T9K_JOBS, 200, """
                     {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJobList",
                      "items": [{"metadata": {"name": "mnist", "namespace": "team-a"}}]}""");
-            try (ClusterSession session = ClusterSession.open(CliArguments.parse(List.of("get", "--kubeconfig",
-                    apiServer.kubeconfig(folder).toString())))) {
-                assertEquals(List.of("mnist"), session.jobs().stream().map(JobView::name).toList());
-            } finally {
-                System.clearProperty(io.fabric8.kubernetes.client.Config.KUBERNETES_KUBECONFIG_FILE);
-            }
+            CliArguments args = CliArguments.parse(List.of("get", "--kubeconfig", apiServer.kubeconfig(folder).toString()));
+            List<JobView> jobs = Kubeconfigs.readAsAUserWould(() -> {
+                try (ClusterSession session = ClusterSession.open(args)) {
+                    return session.jobs();
+                }
+            });
+            assertEquals(List.of("mnist"), jobs.stream().map(JobView::name).toList());
             assertEquals(List.of(T9K_JOBS, T9K_JOBS, KUBEFLOW_JOBS), apiServer.requested(), "the dropped list, the same again, the other kind's");
         }
     }

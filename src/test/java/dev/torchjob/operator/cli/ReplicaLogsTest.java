@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cli.CliArguments.BadInput;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
+import dev.torchjob.operator.testing.Kubeconfigs;
 import dev.torchjob.operator.testing.PodFates;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -131,14 +132,13 @@ class ReplicaLogsTest {
                              "status": {"phase": "%s"}}""".formatted(apiServer.answered().stream().anyMatch(p -> p.startsWith(log))
                                     || apiServer.requested().stream().filter(p -> p.contains("/pytorchjobs/")).count() > 5 ? "Succeeded" : "Running"));
             CliArguments args = CliArguments.parse(List.of("logs", "mnist", "-f", "--kubeconfig", apiServer.kubeconfig(folder).toString()));
-            int exit;
-            try (ClusterSession session = ClusterSession.open(args)) {
-                exit = new ReplicaLogs(session, args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                        new PrintStream(err, true, StandardCharsets.UTF_8)).run(session.job(new CliArguments.JobReference(
-                                java.util.Optional.of(CliArguments.JobKind.KUBEFLOW), "mnist")));
-            } finally {
-                System.clearProperty(io.fabric8.kubernetes.client.Config.KUBERNETES_KUBECONFIG_FILE);
-            }
+            int exit = Kubeconfigs.readAsAUserWould(() -> {
+                try (ClusterSession session = ClusterSession.open(args)) {
+                    return new ReplicaLogs(session, args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                            new PrintStream(err, true, StandardCharsets.UTF_8)).run(session.job(new CliArguments.JobReference(
+                                    java.util.Optional.of(CliArguments.JobKind.KUBEFLOW), "mnist")));
+                }
+            });
             assertEquals(0, exit, out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8));
             assertEquals("[master-0] epoch 1\n[master-0] epoch 2\n[torchjob] job mnist Succeeded\n", out.toString(StandardCharsets.UTF_8));
             assertEquals(2, apiServer.requested().stream().filter(p -> p.startsWith(log)).count(), "dropped once, then read");
