@@ -64,6 +64,12 @@ final class LocalNode implements ResourceEventHandler<Pod> {
     /** Pods whose GPUs a pod of the last group, still stopping, holds: said once. */
     private final Set<String> waitingForGpus = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
+    /**
+     * Held while a process is started and registered, and while a pod is marked deleted: a restart in
+     * place that fires as its pod is deleted either sees the deletion or is stopped by it. Without it a
+     * process could start after its pod was gone and keep the job's MASTER_PORT from the next group.
+     */
+    private final Object lifecycle = new Object();
     private SharedIndexInformer<Pod> informer;
 
     LocalNode(KubernetesClient client, String namespace, Path defaultWorkingDirectory, PrintStream out, GpuAssignment gpus) {
@@ -91,13 +97,17 @@ final class LocalNode implements ResourceEventHandler<Pod> {
 
     @Override
     public void onDelete(Pod pod, boolean finalStateUnknown) {
-        deletedPodUids.add(pod.getMetadata().getUid());
+        synchronized (lifecycle) {
+            deletedPodUids.add(pod.getMetadata().getUid());
+        }
         stop(pod.getMetadata().getUid());
     }
 
     /** Kills every training process (graceful first), like a node being drained. */
     void stopAll() {
-        stopping = true;
+        synchronized (lifecycle) {
+            stopping = true;
+        }
         if (informer != null) {
             informer.close();
         }
@@ -163,15 +173,26 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         ProcessBuilder builder = new ProcessBuilder(argv).directory(workingDirectory.toFile()).redirectErrorStream(true);
         builder.environment().putAll(env);
         builder.environment().putAll(gpus.environment(given.get(), env.get("CUDA_VISIBLE_DEVICES")));
-        Process process;
-        try {
-            process = builder.start();
-        } catch (IOException e) {
-            out.println("[" + podName + "] cannot start " + argv.get(0) + ": " + e.getMessage());
-            finish(pod, restarts, last, 127, "StartError", "cannot start " + argv.get(0) + ": " + e.getMessage());
+        Process started = null;
+        String cannotStart = null;
+        synchronized (lifecycle) {
+            if (stopping || deletedPodUids.contains(uid)) {
+                gpus.release(uid);
+                return;
+            }
+            try {
+                started = builder.start();
+                processesByPodUid.put(uid, started);
+            } catch (IOException e) {
+                cannotStart = "cannot start " + argv.get(0) + ": " + e.getMessage();
+            }
+        }
+        if (started == null) {
+            out.println("[" + podName + "] " + cannotStart);
+            finish(pod, restarts, last, 127, "StartError", cannotStart);
             return;
         }
-        processesByPodUid.put(uid, process);
+        Process process = started;
         markRunning(pod, restarts, last);
         Deque<String> lastLines = new ArrayDeque<>();
         lastLinesByPodUid.put(uid, lastLines);
