@@ -68,37 +68,18 @@ gloo_on_gpu() {
   sed -e 's/{name: BACKEND, value: nccl}/{name: BACKEND, value: gloo}\n          - {name: DEVICE, value: cuda}/' \
       -e "s/^  name: ddp-gpu\$/  name: $1/" "$example"
 }
+# The master alone made the one worker of a torchrun job, one process per GPU it is given.
+torchrun_job() {
+  only_master "$1" | sed -e 's/^  - type: master$/  - type: worker/' \
+    -e 's/^spec:$/spec:\n  torchrunConfig: {enabled: true, maxRestarts: 0, procPerNode: gpu}/'
+}
 # The cuts follow the example's text: say so at once if it has changed under them.
 if ! only_master cut | grep -q '^  name: cut$' || only_master cut | grep -q 'type: worker' \
-  || [ "$(gloo_on_gpu cut | grep -c -e '{name: BACKEND, value: gloo}' -e '{name: DEVICE, value: cuda}')" != 4 ]; then
+  || [ "$(gloo_on_gpu cut | grep -c -e '{name: BACKEND, value: gloo}' -e '{name: DEVICE, value: cuda}')" != 4 ] \
+  || [ "$(torchrun_job cut | grep -c -e '^  - type: worker$' -e '^  torchrunConfig: ')" != 2 ]; then
   say "$example no longer reads as this script cuts it (name ddp-gpu, master then worker, BACKEND nccl)"
   exit 2
 fi
-torchrun_job() {
-  cat <<EOF
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata: {name: $1}
-spec:
-  torchrunConfig: {enabled: true, maxRestarts: 0, procPerNode: gpu}
-  replicaSpecs:
-  - type: worker
-    replicas: 1
-    restartPolicy: ExitCode
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: torchjob-examples:0.1.0
-          command: [python3]
-          args: [train.py]
-          env:
-          - {name: EPOCHS, value: "8"}
-          - {name: BACKEND, value: nccl}
-          resources:
-            limits: {nvidia.com/gpu: 1}
-EOF
-}
 
 rows=()
 failed=0
