@@ -5,8 +5,9 @@
 #
 #   tools/gpu/local-mode-gpus.sh [ARCHIVE]
 #
-# runs the operator from target/quarkus-app with the java on PATH, or, on a machine without Java, from the
-# archive tools/gpu/bundle.sh makes (a linked Java runtime and the application). Each check runs
+# runs the operator from target/quarkus-app with the java on PATH ($TORCHJOB_RUNNER: another jar, or the native
+# executable), or, on a machine without Java, from the archive tools/gpu/bundle.sh makes (a linked Java
+# runtime and the application). Each check runs
 # kubernetes/examples/local/gpu-job.yaml (master and worker, 1 GPU each, NCCL) or a cut of it, in a folder
 # of its own:
 #   one          the example's master alone (1 replica x 1 GPU, NCCL)          Succeeded
@@ -30,15 +31,22 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 say() { printf '[gpu-check] %s\n' "$*"; }
 
+# The operator: the archive's, else $TORCHJOB_RUNNER (a jar, or the native executable), else the build's jar.
+runner=${TORCHJOB_RUNNER:-$repo/target/quarkus-app/quarkus-run.jar}
+java=$(command -v java)
 if [ $# -gt 0 ]; then
   tar -C "$work" -xJf "$1" || { say "cannot unpack $1"; exit 2; }
   java=$work/java/bin/java
-  app=$work/quarkus-app/quarkus-run.jar
-else
-  java=$(command -v java) || { say "no java on PATH: give the archive tools/gpu/bundle.sh makes"; exit 2; }
-  app=$repo/target/quarkus-app/quarkus-run.jar
+  runner=$work/quarkus-app/quarkus-run.jar
 fi
-[ -f "$app" ] || { say "no $app: run ./mvnw -B -q package -DskipTests first"; exit 2; }
+[ -f "$runner" ] || { say "no $runner: run ./mvnw -B -q package -DskipTests first"; exit 2; }
+case $runner in
+  *.jar) [ -n "$java" ] || { say "no java on PATH: give the archive tools/gpu/bundle.sh makes"; exit 2; }
+         operator=("$java" -jar "$runner")
+         about=$("$java" -version 2>&1 | head -1) ;;
+  *) operator=("$runner")
+     about=native ;;
+esac
 command -v nvidia-smi >/dev/null || { say "no nvidia-smi on PATH: this check is for a machine with NVIDIA GPUs"; exit 2; }
 
 # The machine, as the figures in docs/local-mode.md give it.
@@ -50,7 +58,7 @@ import platform, torch
 nccl = ".".join(str(part) for part in torch.cuda.nccl.version()) if torch.cuda.is_available() else "none"
 print("Python", platform.python_version() + ", torch", torch.__version__ + ", CUDA", str(torch.version.cuda) + ", NCCL", nccl
       + ", cuda available:", torch.cuda.is_available())' 2>&1 | tail -1)"
-say "java: $java ($("$java" -version 2>&1 | head -1))"
+say "operator: ${operator[*]} ($about)"
 [ "$gpus" -ge 1 ] || { say "nvidia-smi lists no GPU"; exit 2; }
 
 example=$repo/kubernetes/examples/local/gpu-job.yaml
@@ -91,7 +99,7 @@ check() {
   local start end code seconds verdict outcome held=yes pattern
   say "$name: $what"
   start=$(date +%s.%N)
-  (cd "$work/$name" && timeout 300 "$java" -jar "$app" run job.yaml "$@") >"$logs/$name.log" 2>&1
+  (cd "$work/$name" && timeout 300 "${operator[@]}" run job.yaml --metrics-port 0 "$@") >"$logs/$name.log" 2>&1
   code=$?
   end=$(date +%s.%N)
   seconds=$(awk "BEGIN { printf \"%.1f\", $end - $start }")

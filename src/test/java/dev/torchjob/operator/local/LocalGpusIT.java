@@ -20,6 +20,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import dev.torchjob.operator.testing.PackagedOperator;
+
 /**
  * GPUs in the local mode, on a machine without one: a stand-in {@code nvidia-smi} on PATH says which GPUs
  * there are, and real processes print the GPUs they were given (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES).
@@ -46,16 +48,21 @@ class LocalGpusIT {
         }
     }
 
-    /** A stand-in nvidia-smi listing {@code gpus} H100s, in a folder put first on the runner's PATH. */
+    /**
+     * A stand-in nvidia-smi listing {@code gpus} H100s ({@code -L}; {@code --query-gpu} gives each one's index, name, driver
+     * and memory), in a folder put first on the runner's PATH.
+     */
     Path machineWith(int gpus) throws IOException {
         Path bin = Files.createDirectories(dir.resolve("bin-" + gpus));
         StringBuilder lines = new StringBuilder();
+        StringBuilder query = new StringBuilder();
         for (int i = 0; i < gpus; i++) {
             lines.append("GPU ").append(i).append(": NVIDIA H100 80GB HBM3 (UUID: ").append(UUIDS[i]).append(")\n");
+            query.append(i).append(", NVIDIA H100 80GB HBM3, 580.0 (stand-in), 81559 MiB\n");
         }
         Path smi = bin.resolve("nvidia-smi");
-        Files.writeString(smi, "#!/bin/sh\n[ \"$1\" = -L ] || exit 2\ncat <<'EOF'\n" + lines + "EOF\n");
-        Files.setPosixFilePermissions(smi, PosixFilePermissions.fromString("rwxr-xr-x"));
+        executable(smi, "#!/bin/sh\ncase \"$1\" in\n-L) cat <<'EOF'\n" + lines + "EOF\n;;\n--query-gpu=*) cat <<'EOF'\n" + query
+                + "EOF\n;;\n*) exit 2;;\nesac\n");
         return bin;
     }
 
@@ -159,5 +166,58 @@ class LocalGpusIT {
         Run refused = run(machineWith(1), Map.of(), job.toString(), "--dry-run");
         assertEquals(LocalLauncher.EXIT_BAD_INPUT, refused.exitCode(), refused.out() + refused.err());
         assertTrue(refused.err().contains("dry-master-0 asks for 2 GPUs (nvidia.com/gpu) and this machine has 1 GPU"), refused.err());
+    }
+
+    /**
+     * tools/gpu/local-mode-gpus.sh, the checks a machine with a GPU runs by hand, here on a stand-in machine of one GPU, so
+     * that the script, its cuts of the GPU example and the verdicts it reads from the operator's output stay in step with
+     * the operator. The GPU is nvidia-smi's stand-in; python3 and torchrun are stand-ins that answer as the example's
+     * script does on CUDA (docs/local-mode.md has the figures of a real GPU).
+     */
+    @Test
+    void theGpuCheckScriptFindsEveryCheckAsExpectedOnAOneGpuMachine() throws Exception {
+        Path bin = machineWith(1);
+        executable(bin.resolve("python3"), """
+                #!/bin/sh
+                # python3 with a CUDA PyTorch, as far as the script and the example's train.py show it.
+                if [ "$1" = -c ]; then echo "Python 3 (stand-in), torch (stand-in), cuda available: True"; exit 0; fi
+                [ "$1" = train.py ] || exec /usr/bin/python3 "$@"
+                [ "${DEVICE:-$([ "$BACKEND" = nccl ] && echo cuda)}" = cuda ] && echo "rank $RANK: training on NVIDIA H100 80GB HBM3"
+                if [ "$BACKEND" = nccl ]; then  # NCCL refuses two ranks on one GPU
+                  echo "$CUDA_VISIBLE_DEVICES" > "gpu-of-rank-$RANK"
+                  i=0; while [ "$(ls gpu-of-rank-* | wc -l)" -lt "$WORLD_SIZE" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+                  [ "$(sort -u gpu-of-rank-* | wc -l)" -lt "$WORLD_SIZE" ] && { echo "ncclInvalidUsage: Duplicate GPU detected: rank $RANK"; exit 1; }
+                fi
+                sum=$((WORLD_SIZE * (WORLD_SIZE + 1) / 2))
+                echo "all-reduce check: rank $RANK of $WORLD_SIZE got $sum, expected $sum"
+                """);
+        executable(bin.resolve("torchrun"), """
+                #!/bin/sh
+                # torchrun of one process per node: the script as rank 0 of 1 (the local mode's one-process check too).
+                for arg; do script=$arg; done
+                RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 exec python3 "$script"
+                """);
+        Path logs = dir.resolve("logs");
+        Path out = dir.resolve("gpu-check.log");
+        ProcessBuilder builder = new ProcessBuilder("bash", "tools/gpu/local-mode-gpus.sh").redirectErrorStream(true).redirectOutput(out.toFile());
+        builder.environment().put("PATH", bin + File.pathSeparator + System.getenv("PATH"));
+        builder.environment().remove("CUDA_VISIBLE_DEVICES");
+        builder.environment().put("TORCHJOB_RUNNER", PackagedOperator.RUNNER.toString());
+        builder.environment().put("GPU_CHECK_LOGS", logs.toString());
+        Process process = builder.start();
+        assertTrue(process.waitFor(5, TimeUnit.MINUTES), "the script did not finish in 5 minutes: " + Files.readString(out));
+        String report = Files.readString(out);
+        assertEquals(0, process.exitValue(), report);
+        for (String check : List.of("one", "example", "share-gloo", "share-nccl", "dry-run", "torchrun")) {
+            assertTrue(Pattern.compile("(?m)^\\| " + check + " \\| .* \\| as-expected \\|").matcher(report).find(), check + ": " + report);
+        }
+        assertTrue(Files.readString(logs.resolve("example.log")).contains("and this machine has 1 GPU: GPU 0 (NVIDIA H100 80GB HBM3)"),
+                "the refusal is the operator's: " + report);
+        assertTrue(Files.readString(logs.resolve("share-nccl.log")).contains("Duplicate GPU detected"), report);
+    }
+
+    static void executable(Path file, String script) throws IOException {
+        Files.writeString(file, script);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
     }
 }
