@@ -35,7 +35,10 @@ say() { printf '[gpu-check] %s\n' "$*"; }
 runner=${TORCHJOB_RUNNER:-$repo/target/quarkus-app/quarkus-run.jar}
 java=$(command -v java)
 if [ $# -gt 0 ]; then
-  tar -C "$work" -xJf "$1" || { say "cannot unpack $1"; exit 2; }
+  # Python's tarfile where the machine has no xz (its lzma module reads the archive).
+  if command -v xz >/dev/null; then tar -C "$work" -xJf "$1"; else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$work"; fi \
+    || { say "cannot unpack $1"; exit 2; }
   java=$work/java/bin/java
   runner=$work/quarkus-app/quarkus-run.jar
 fi
