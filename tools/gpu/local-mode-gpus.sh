@@ -23,6 +23,7 @@
 # and verdict. Exit 0 when every check went as expected. Each check's whole output is kept in
 # $GPU_CHECK_LOGS (default: a new temporary folder) as NAME.log; a check that went otherwise is printed whole.
 set -uo pipefail
+archive=${1:+$(realpath "$1")}  # before the cd: a path given from anywhere
 cd "$(dirname "$0")/../.." || exit 2
 repo=$(pwd)
 logs=${GPU_CHECK_LOGS:-$(mktemp -d)}
@@ -34,11 +35,11 @@ say() { printf '[gpu-check] %s\n' "$*"; }
 # The operator: the archive's, else $TORCHJOB_RUNNER (a jar, or the native executable), else the build's jar.
 runner=${TORCHJOB_RUNNER:-$repo/target/quarkus-app/quarkus-run.jar}
 java=$(command -v java)
-if [ $# -gt 0 ]; then
+if [ -n "$archive" ]; then
   # Python's tarfile where the machine has no xz (its lzma module reads the archive).
-  if command -v xz >/dev/null; then tar -C "$work" -xJf "$1"; else
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$work"; fi \
-    || { say "cannot unpack $1"; exit 2; }
+  if command -v xz >/dev/null; then tar -C "$work" -xJf "$archive"; else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$work"; fi \
+    || { say "cannot unpack $archive"; exit 2; }
   java=$work/java/bin/java
   runner=$work/quarkus-app/quarkus-run.jar
 fi
