@@ -172,7 +172,7 @@ class LocalGpusIT {
      * tools/gpu/local-mode-gpus.sh, the checks a machine with a GPU runs by hand, here on a stand-in machine of one GPU, so
      * that the script, its cuts of the GPU example and the verdicts it reads from the operator's output stay in step with
      * the operator. The GPU is nvidia-smi's stand-in; python3 and torchrun are stand-ins that answer as the example's
-     * script does on CUDA (docs/local-mode.md has the figures of a real GPU).
+     * script does on CUDA (docs/local-mode.md says how a real GPU is checked).
      */
     @Test
     void theGpuCheckScriptFindsEveryCheckAsExpectedOnAOneGpuMachine() throws Exception {
