@@ -6,11 +6,13 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.Secret;
@@ -48,6 +50,9 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
             // a Secret it expects to exist, then waits for the files a pod would mount from that Secret.
             admin.secrets().inNamespace(namespace).resource(new SecretBuilder().withNewMetadata().withName(CERT_SECRET)
                     .endMetadata().build()).create();
+            // The rotator only waits for tls.crt to exist: a folder left by an earlier start would let its webhook
+            // server read the files while they are rewritten below (seen: "failed to find any PEM data").
+            removeCertificateFiles();
             int probes = ListenPorts.free();
             List<String> command = new ArrayList<>(List.of("env", "MY_POD_NAMESPACE=" + namespace, binary.toString(),
                     "--kubeconfig=" + cluster.adminKubeconfig, "--enable-scheme=pytorchjob", "--namespace=" + namespace,
@@ -60,10 +65,13 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
             Secret certificate = await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).until(
                     () -> admin.secrets().inNamespace(namespace).withName(CERT_SECRET).get(),
                     s -> s.getData() != null && s.getData().containsKey("tls.crt"));
-            Files.createDirectories(CERTS);
+            // All files at once, as a mounted Secret appears: written aside, then the folder renamed into place.
+            Files.createDirectories(CERTS.getParent());
+            Path staging = Files.createTempDirectory(CERTS.getParent(), "serving-certs-");
             for (Map.Entry<String, String> file : certificate.getData().entrySet()) {
-                Files.write(CERTS.resolve(file.getKey()), Base64.getDecoder().decode(file.getValue()));
+                Files.write(staging.resolve(file.getKey()), Base64.getDecoder().decode(file.getValue()));
             }
+            Files.move(staging, CERTS, StandardCopyOption.ATOMIC_MOVE);
             cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + probes + "/readyz"));
         } catch (IOException | RuntimeException e) {
             operator.close();
@@ -71,6 +79,18 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
                     + cluster.work.resolve("logs") + ")", e);
         }
         return operator;
+    }
+
+    private static void removeCertificateFiles() throws IOException {
+        if (!Files.isDirectory(CERTS)) {
+            return;
+        }
+        try (Stream<Path> files = Files.list(CERTS)) {
+            for (Path file : files.toList()) {
+                Files.delete(file);
+            }
+        }
+        Files.delete(CERTS);
     }
 
     @Override
