@@ -1,5 +1,7 @@
 package dev.torchjob.operator.reconciler;
 
+import java.util.function.Supplier;
+
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
@@ -13,6 +15,15 @@ public class ApplyFailure extends RuntimeException {
     ApplyFailure(String reason, String target, RuntimeException cause) {
         super(target + ": " + serverMessage(cause), cause);
         this.reason = reason;
+    }
+
+    /** A read a step needs (an object the plan names): its failure is that step's, said with the server's words. */
+    static <T> T reading(String reason, String target, Supplier<T> read) {
+        try {
+            return read.get();
+        } catch (RuntimeException e) {
+            throw new ApplyFailure(reason, target, e);
+        }
     }
 
     public String reason() {

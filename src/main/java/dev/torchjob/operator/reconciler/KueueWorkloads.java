@@ -2,7 +2,6 @@ package dev.torchjob.operator.reconciler;
 
 import java.net.HttpURLConnection;
 import java.time.Clock;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,7 +24,6 @@ import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.Toleration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
@@ -41,18 +39,14 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
 /**
  * The jobs' Workloads in the cluster (Kueue's API, read and written here only): whether Kueue is
  * installed, the Workload of a job from an informer that is started only once a queued job needs it
- * (a cluster without Kueue never watches for it), the ResourceFlavors and priority classes an
- * admission and a new Workload name, and the changes {@link WorkloadSync} decides.
+ * (a cluster without Kueue never watches for it), and the changes {@link WorkloadSync} decides; the
+ * objects an admission and a new Workload name are read by {@link ResourceFlavors} and
+ * {@link WorkloadPriorities}.
  */
 @ApplicationScoped
 public class KueueWorkloads {
     private static final Logger LOG = Logger.getLogger(KueueWorkloads.class);
     static final ResourceDefinitionContext WORKLOADS = api("workloads", "Workload", true);
-    static final ResourceDefinitionContext FLAVORS = api("resourceflavors", "ResourceFlavor", false);
-    static final ResourceDefinitionContext WORKLOAD_PRIORITY_CLASSES = api("workloadpriorityclasses", "WorkloadPriorityClass", false);
-    static final ResourceDefinitionContext PRIORITY_CLASSES = new ResourceDefinitionContext.Builder().withGroup("scheduling.k8s.io")
-            .withVersion("v1").withKind("PriorityClass").withPlural("priorityclasses").withNamespaced(false).build();
-    private static final Duration FLAVOR_TTL = Duration.ofSeconds(30);
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
     @Inject
@@ -76,10 +70,8 @@ public class KueueWorkloads {
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
     /** Jobs whose Workload Kueue's own integration made (Kubeflow kind): that integration runs their queue. */
     private final Set<String> foreign = ConcurrentHashMap.newKeySet();
-    private final Map<String, CachedFlavor> flavors = new ConcurrentHashMap<>();
-
-    private record CachedFlavor(KueueAdmission.Flavor flavor, Instant readAt) {
-    }
+    private volatile ResourceFlavors flavors;
+    private volatile WorkloadPriorities priorities;
 
     /** Where a job stands with its queue, and the Workload behind it. */
     public record Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
@@ -134,7 +126,7 @@ public class KueueWorkloads {
         }
         KueueAdmission.State state;
         try {
-            state = KueueAdmission.of(workload.get(), flavorsOf(workload.get()));
+            state = KueueAdmission.of(workload.get(), flavors().namedIn(workload.get()));
         } catch (KueueAdmission.MissingFlavor e) {
             throw new ApplyFailure("FailedAdmission", "Workload " + name, e);
         }
@@ -210,7 +202,7 @@ public class KueueWorkloads {
     private <J extends HasMetadata> boolean create(J job, String queue, List<KueueWorkload.PodSet> podSets, Labels labels) {
         String name = KueueWorkload.nameOf(job);
         String target = "Workload " + name;
-        GenericKubernetesResource workload = KueueWorkload.of(job, queue, podSets, priorityOf(job, podSets), labels.ofJob());
+        GenericKubernetesResource workload = KueueWorkload.of(job, queue, podSets, priorities().of(job, podSets), labels.ofJob());
         try {
             step("FailedCreateWorkload", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
                     .inNamespace(w.getMetadata().getNamespace()).resource(w).create());
@@ -237,77 +229,6 @@ public class KueueWorkloads {
             }
         }
         return false;
-    }
-
-    /**
-     * As Kueue resolves it: the job's kueue.x-k8s.io/priority-class label names a WorkloadPriorityClass,
-     * else the first template's priorityClassName a PriorityClass. A class that does not exist is an
-     * error the job shows until it is created or the name fixed.
-     */
-    private <J extends HasMetadata> Optional<KueueWorkload.Priority> priorityOf(J job, List<KueueWorkload.PodSet> podSets) {
-        Map<String, String> jobLabels = job.getMetadata().getLabels();
-        String workloadClass = jobLabels == null ? null : jobLabels.get(KueueWorkload.PRIORITY_CLASS_LABEL);
-        if (workloadClass != null) {
-            return Optional.of(new KueueWorkload.Priority("kueue.x-k8s.io", "WorkloadPriorityClass", workloadClass,
-                    valueOf(WORKLOAD_PRIORITY_CLASSES, workloadClass, "label " + KueueWorkload.PRIORITY_CLASS_LABEL)));
-        }
-        Optional<String> podClass = podSets.stream().map(p -> p.template().getSpec().getPriorityClassName())
-                .filter(n -> n != null && !n.isBlank()).findFirst();
-        return podClass.map(name -> new KueueWorkload.Priority("scheduling.k8s.io", "PriorityClass", name,
-                valueOf(PRIORITY_CLASSES, name, "the pod template's priorityClassName")));
-    }
-
-    private int valueOf(ResourceDefinitionContext kind, String name, String namedBy) {
-        GenericKubernetesResource found = step("FailedCreateWorkload", kind.getKind() + " " + name, null,
-                ignored -> client.genericKubernetesResources(kind).withName(name).get());
-        if (found == null || !(found.getAdditionalProperties().get("value") instanceof Number value)) {
-            throw new ApplyFailure("FailedCreateWorkload", kind.getKind() + " " + name,
-                    new IllegalStateException(kind.getKind() + " " + name + " (" + namedBy + ") does not exist"));
-        }
-        return value.intValue();
-    }
-
-    /** The ResourceFlavors an admission names, each read at most every 30 seconds. */
-    @SuppressWarnings("unchecked")
-    private Map<String, KueueAdmission.Flavor> flavorsOf(GenericKubernetesResource workload) {
-        Map<String, KueueAdmission.Flavor> named = new LinkedHashMap<>();
-        Object status = workload.getAdditionalProperties().get("status");
-        Object admission = status instanceof Map<?, ?> s ? s.get("admission") : null;
-        Object assignments = admission instanceof Map<?, ?> a ? a.get("podSetAssignments") : null;
-        if (!(assignments instanceof List<?> list)) {
-            return named;
-        }
-        Instant now = clock.instant();
-        for (Object assignment : list) {
-            Object flavorsOfSet = assignment instanceof Map<?, ?> m ? m.get("flavors") : null;
-            if (!(flavorsOfSet instanceof Map<?, ?> byResource)) {
-                continue;
-            }
-            for (Object flavorName : byResource.values()) {
-                String name = String.valueOf(flavorName);
-                CachedFlavor cached = flavors.get(name);
-                if (cached == null || cached.readAt().plus(FLAVOR_TTL).isBefore(now)) {
-                    GenericKubernetesResource flavor = step("FailedAdmission", "ResourceFlavor " + name, null,
-                            ignored -> client.genericKubernetesResources(FLAVORS).withName(name).get());
-                    if (flavor == null) {
-                        flavors.remove(name);
-                        continue;
-                    }
-                    Map<String, Object> spec = flavor.getAdditionalProperties().get("spec") instanceof Map<?, ?> m
-                            ? (Map<String, Object>) m : Map.of();
-                    Map<String, String> nodeLabels = new LinkedHashMap<>();
-                    if (spec.get("nodeLabels") instanceof Map<?, ?> labels) {
-                        labels.forEach((k, v) -> nodeLabels.put(String.valueOf(k), String.valueOf(v)));
-                    }
-                    List<Toleration> tolerations = spec.get("tolerations") instanceof List<?> t
-                            ? t.stream().map(o -> JSON.convertValue(o, Toleration.class)).toList() : List.of();
-                    cached = new CachedFlavor(new KueueAdmission.Flavor(nodeLabels, tolerations), now);
-                    flavors.put(name, cached);
-                }
-                named.put(name, cached.flavor());
-            }
-        }
-        return named;
     }
 
     /**
@@ -408,6 +329,20 @@ public class KueueWorkloads {
         } catch (RuntimeException e) {
             throw new ApplyFailure(reason, target, e);
         }
+    }
+
+    private ResourceFlavors flavors() {
+        if (flavors == null) {
+            flavors = new ResourceFlavors(client, clock);
+        }
+        return flavors;
+    }
+
+    private WorkloadPriorities priorities() {
+        if (priorities == null) {
+            priorities = new WorkloadPriorities(client);
+        }
+        return priorities;
     }
 
     private ApiDiscovery discovery() {
