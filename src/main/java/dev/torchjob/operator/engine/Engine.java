@@ -178,48 +178,10 @@ public final class Engine {
         // ---- training -----------------------------------------------------------------------------
 
         private Decision training(JobTopology topology) {
-            List<ReplicaSlot> missing = new ArrayList<>();
-            List<Stopped> stopped = new ArrayList<>();
-            List<RestartedInPlace> inPlace = new ArrayList<>();
-            for (ReplicaSlot slot : topology.slots()) {
-                Pod pod = pods.get(slot.podName());
-                ReplicaState before = previous.replica(slot.podName());
-                // The last pod this replica had: one this operator created may be newer than the status knows.
-                String lastUid = createdPods.getOrDefault(slot.podName(), before == null ? null : before.uid());
-                Optional<Instant> restartAt = ledger.restartAt(slot.podName()).filter(now::isBefore);
-                if (pod != null) {
-                    if (ledger.isCounted(pod)) {
-                        // Restart already counted (maybe by an earlier operator run): count nothing. A pod still running
-                        // (a survivor of a group restart) is ended at once; a failed one stays until its back-off is due,
-                        // so its logs can still be read.
-                        if (restartAt.isPresent() && Pods.replicaPhase(pod).isFinished()) {
-                            out.recheckAt(restartAt.get());
-                        } else {
-                            out.delete(pod, DeletionReason.RESTART, job.restartsAsGroup() ? GroupRestarts.stopGrace(pod) : null);
-                        }
-                    } else if (Pods.isTerminating(pod)) {
-                        if (job.restartsAsGroup() && java.util.Objects.equals(uidOf(pod), lastUid)) {
-                            // Being deleted by someone else (kubectl delete pod, an eviction): it stops from outside, now.
-                            stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
-                        }
-                    } else {
-                        RestartedInPlace.of(slot, pod, view).ifPresent(inPlace::add);
-                        String podPhase = Pods.phase(pod);
-                        if ("Failed".equals(podPhase)) {
-                            stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
-                        } else if ("Succeeded".equals(podPhase) && !slot.isMaster()
-                                && slot.restartPolicy() == TrainingJob.RestartPolicy.Always) {
-                            stopped.add(new Stopped(slot, ReplicaEnding.succeeded(pod), uidOf(pod), pod));
-                        }
-                    }
-                } else if (lastUid != null && !ledger.isCounted(slot.podName(), lastUid)) {
-                    stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), lastUid, null));
-                } else if (restartAt.isPresent()) {
-                    out.recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
-                } else {
-                    missing.add(slot);
-                }
-            }
+            ReplicaSurvey survey = ReplicaSurvey.of(job, topology, pods, previous, createdPods, ledger, view, now, out);
+            List<ReplicaSlot> missing = survey.missing();
+            List<Stopped> stopped = survey.stopped();
+            List<RestartedInPlace> inPlace = survey.inPlace();
             ledger.retainOnly(topology.slots().stream().map(ReplicaSlot::podName).collect(Collectors.toSet()));
 
             List<Stopped> failures = new ArrayList<>(stopped.stream().filter(Stopped::isFailure).toList());
