@@ -70,6 +70,8 @@ public class KueueWorkloads {
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
     /** Jobs whose Workload Kueue's own integration made (Kubeflow kind): that integration runs their queue. */
     private final Set<String> foreign = ConcurrentHashMap.newKeySet();
+    // Made at first use, as discovery is: the client is injected after construction. A second one made by a
+    // race costs one extra read, nothing else.
     private volatile ResourceFlavors flavors;
     private volatile WorkloadPriorities priorities;
 
