@@ -36,6 +36,7 @@ public class GangPodGroups {
     static final String EVENT_SOURCE = PyTorchJobReconciler.NAME + "-podgroups";
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     @Inject

@@ -35,6 +35,7 @@ public class JobEventRecorder {
     private static final int ID_DIGITS = 16;
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     /**

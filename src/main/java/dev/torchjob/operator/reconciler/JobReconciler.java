@@ -238,9 +238,21 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             return UpdateControl.noUpdate();
         }
         sdkMetrics.refusedReconciliation();
-        Instant since = refusals.of(uid).filter(said -> said.sameAs(failure)).map(Refusals.Refusal::since)
-                .or(() -> withReconcileError(status, failure.reason(), failure.getMessage()).isEmpty() ? errorSince(status) : Optional.empty())
-                .orElseGet(() -> say(job, status, failure, context));
+        Optional<Refusals.Refusal> remembered = refusals.of(uid).filter(said -> said.sameAs(failure));
+        Optional<S> unwritten = withReconcileError(status, failure.reason(), failure.getMessage());
+        Instant since;
+        if (remembered.isPresent()) {
+            since = remembered.get().since();
+            if (unwritten.isPresent() && !PlanExecutor.STATUS_STEP.equals(failure.reason())) {
+                // Said, but the write of the condition failed on its own then (a closed connection, say): the
+                // status takes writes, so the job shows its error now, without a second event or log line.
+                writeCondition(job, unwritten.get(), context, false);
+            }
+        } else if (unwritten.isEmpty() && errorSince(status).isPresent()) {
+            since = errorSince(status).get();
+        } else {
+            since = say(job, status, failure, context);
+        }
         refusals.said(uid, new Refusals.Refusal(failure.reason(), failure.getMessage(), since));
         Duration lasted = Duration.between(since, clock.instant());
         Duration delay = lasted.compareTo(MIN_RETRY) < 0 ? MIN_RETRY : lasted.compareTo(MAX_RETRY) > 0 ? MAX_RETRY : lasted;
@@ -260,15 +272,23 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             LOG.debugf("%s %s/%s: could not say it in an event: %s", job.getKind(), job.getMetadata().getNamespace(),
                     job.getMetadata().getName(), ApplyFailure.serverMessage(e));
         }
-        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> {
-            try {
-                executor.writeStatus(job, failing, context);
-            } catch (ApplyFailure e) {
+        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> writeCondition(job, failing, context, true));
+        return clock.instant();
+    }
+
+    /** Writes the status that carries the job's ReconcileError; a refusal of it is logged once (then at debug). */
+    private void writeCondition(J job, S failing, Context<J> context, boolean first) {
+        try {
+            executor.writeStatus(job, failing, context);
+        } catch (ApplyFailure e) {
+            if (first) {
                 LOG.warnf("%s %s/%s: could not record the error on its status: %s", job.getKind(), job.getMetadata().getNamespace(),
                         job.getMetadata().getName(), e.getMessage());
+            } else {
+                LOG.debugf("%s %s/%s: could not record the error on its status again: %s", job.getKind(),
+                        job.getMetadata().getNamespace(), job.getMetadata().getName(), e.getMessage());
             }
-        });
-        return clock.instant();
+        }
     }
 
     /** Since when the job's ReconcileError condition has been True, if it is. */

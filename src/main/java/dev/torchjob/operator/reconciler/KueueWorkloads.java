@@ -50,6 +50,7 @@ public class KueueWorkloads {
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     @Inject

@@ -11,6 +11,8 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.metrics.ActingReplica;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.RequestConfigBuilder;
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import io.quarkus.arc.DefaultBean;
 
@@ -32,6 +34,15 @@ public class OperatorBeans {
             @ConfigProperty(name = "torchjob.restart-backoff.max", defaultValue = "5m") Duration max,
             @ConfigProperty(name = "torchjob.restart-backoff.reset-after", defaultValue = "10m") Duration resetAfter) {
         return new RestartBackoff(initial, max, resetAfter);
+    }
+
+    /** The same client (its connections, its settings) with the one retry of {@link PassClient}. */
+    @Produces
+    @Singleton
+    @PassClient
+    KubernetesClient passClient(KubernetesClient client) {
+        return client.newClient(new RequestConfigBuilder(client.getConfiguration().getRequestConfig())
+                .withRequestRetryBackoffLimit(PassClient.RETRIES).build()).adapt(KubernetesClient.class);
     }
 
     /** The Lease of leader election, or none (null: JOSDK then runs without); see {@link Leadership}. */

@@ -57,6 +57,7 @@ public class PlanExecutor {
     static final int MAX_CALLS_AT_ONCE = 32;
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     @Inject
@@ -232,7 +233,7 @@ public class PlanExecutor {
             // "Timeout of resource polling from cache" instead of the server's words. Only this operator writes
             // the status (leader election), so the apply needs no version lock; the written job is cached the
             // same way, so the next pass never plans from an older status.
-            J written = context.getClient().resource(applied).subresource("status").patch(new PatchContext.Builder()
+            J written = client.resource(applied).subresource("status").patch(new PatchContext.Builder()
                     .withPatchType(PatchType.SERVER_SIDE_APPLY).withForce(true)
                     .withFieldManager(context.getControllerConfiguration().fieldManager()).build());
             context.eventSourceRetriever().getControllerEventSource()

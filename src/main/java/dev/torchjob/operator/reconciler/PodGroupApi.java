@@ -23,6 +23,7 @@ public class PodGroupApi {
             .withPlural("podgroups").withNamespaced(true).build();
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     @Inject

@@ -38,6 +38,7 @@ public class PodWarnings {
     private static final Logger LOG = Logger.getLogger(PodWarnings.class);
 
     @Inject
+    @PassClient
     KubernetesClient client;
 
     private final AtomicBoolean refusalLogged = new AtomicBoolean();

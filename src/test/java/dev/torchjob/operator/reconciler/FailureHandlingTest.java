@@ -1,32 +1,35 @@
 package dev.torchjob.operator.reconciler;
 
-import dev.torchjob.operator.testing.UserEdits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import jakarta.inject.Inject;
 
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
-import io.fabric8.kubernetes.api.model.EventListBuilder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import dev.torchjob.operator.api.CountedRestart;
+import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.engine.JobPhase;
+import dev.torchjob.operator.testing.UserEdits;
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.EventListBuilder;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
-import java.util.concurrent.TimeUnit;
-import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.quarkus.test.kubernetes.client.KubernetesServer;
 import io.quarkus.test.kubernetes.client.KubernetesTestServer;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
@@ -224,6 +227,72 @@ class FailureHandlingTest {
                 "a refused pass counts in the error ratio the alert watches");
     }
 
+    /** A call the API server fails once (a 500: etcd timed out) is retried in place: the job never shows an error. */
+    @Test
+    void aCallTheApiServerFailsOnceIsRetriedInPlace() {
+        server.expect().post().withPath("/api/v1/namespaces/blip/pods").andReturn(500, new StatusBuilder().withCode(500)
+                .withReason("InternalError").withMessage("etcdserver: request timed out").build()).once();
+        OperatorHarness cluster = new OperatorHarness(client, "blip");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        cluster.awaitPods(3);
+        cluster.awaitEvent("PodsCreated", "j-master-0");
+        assertNull(cluster.condition("j", "ReconcileError"), "no error for a failure the retry covered");
+        assertEquals(0, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count());
+    }
+
+    /**
+     * A call the API server keeps failing (a 500: an admission webhook that is down) is retried once, at
+     * once, and then left to the job's own back-off (1 s, doubling), not to the client's ten retries
+     * (about 20 s as shipped): a reconcile thread waiting through those made every other job wait too.
+     */
+    @Test
+    void aCallTheApiServerKeepsFailingIsRetriedOnceThenLeftToTheJobsBackOff() throws InterruptedException {
+        String path = "/api/v1/namespaces/webhook-down/pods";
+        String refusal = "Internal error occurred: failed calling webhook \"pods.policy.example\": failed to call webhook: "
+                + "Post \"https://policy.policy-system.svc:443/validate\": dial tcp 10.96.7.7:443: connect: connection refused";
+        server.expect().post().withPath(path).andReturn(500, new StatusBuilder().withCode(500).withReason("InternalError")
+                .withMessage(refusal).build()).always();
+        drainRequests();
+        OperatorHarness cluster = new OperatorHarness(client, "webhook-down");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        List<Long> sent = new ArrayList<>(); // when each create reached the server, in ms
+        long start = System.nanoTime();
+        while (sent.size() < 2 * (1 + PassClient.RETRIES) && System.nanoTime() - start < Duration.ofSeconds(20).toNanos()) {
+            var request = server.getKubernetesMockServer().takeRequest(100, TimeUnit.MILLISECONDS);
+            if (request != null && "POST".equals(request.getMethod()) && path.equals(request.getPath())) {
+                sent.add((System.nanoTime() - start) / 1_000_000);
+            }
+        }
+        assertEquals(2 * (1 + PassClient.RETRIES), sent.size(), "two passes of a create and its retry: " + sent);
+        assertTrue(sent.get(1) - sent.get(0) < 500, "the retry comes at once: " + sent);
+        assertTrue(sent.get(2) - sent.get(1) >= 900, "the next pass after the job's back-off of 1 s: " + sent);
+        assertTrue(sent.get(3) - sent.get(2) < 500, "and its retry at once: " + sent);
+        JobCondition error = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue())).getStatus().conditions.stream()
+                .filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
+        assertEquals("FailedCreatePod", error.reason);
+        assertEquals("pod j-master-0: " + refusal, error.message);
+    }
+
+    /**
+     * The pod creates are refused, and so is the one status write that would show it (a closed connection
+     * in production, here a 403): the next retry puts the error on the job, which says it once all the same.
+     */
+    @Test
+    void anErrorTheStatusCouldNotTakeAtFirstIsShownAtTheNextRetry() {
+        server.expect().post().withPath("/api/v1/namespaces/unrecorded/pods").andReturn(403, new StatusBuilder().withCode(403)
+                .withReason("Forbidden").withMessage("pods is forbidden: denied by the team's admission policy").build()).always();
+        server.expect().put().withPath("/apis/batch.tensorstack.dev/v1beta1/namespaces/unrecorded/pytorchtrainingjobs/j/status")
+                .andReturn(403, new StatusBuilder().withCode(403).withReason("Forbidden").withMessage("denied once").build()).once();
+        OperatorHarness cluster = new OperatorHarness(client, "unrecorded");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+        JobCondition error = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue())).getStatus().conditions.stream()
+                .filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
+        assertEquals("pod j-master-0: pods is forbidden: denied by the team's admission policy", error.message);
+        assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(), "said once");
+    }
+
     @Test
     void aStatusWriteTheApiServerFailsCountsTheRestartOnceAndStillSaysIt() {
         OperatorHarness cluster = running(client, "status-refused", "OnFailure", "{backoffLimit: 3}");
@@ -245,9 +314,8 @@ class FailureHandlingTest {
     }
 
     /**
-     * The API server fails the event that reports a restart or the outcome (a 500, past the client's own
-     * ten retries: about 20 s as shipped, 10 ms apart in this tier): the pass stops before the status that
-     * records it, and the next pass writes both, the event once.
+     * The API server fails the event that reports a restart or the outcome (a 500, past the pass client's one
+     * retry): the pass stops before the status that records it, and the next pass writes both, the event once.
      */
     @ParameterizedTest(name = "{0}")
     @CsvSource({"restart, JobRestarting", "outcome, Succeeded"})
@@ -256,7 +324,7 @@ class FailureHandlingTest {
         OperatorHarness cluster = running(client, namespace, "OnFailure", "{backoffLimit: 3}");
         cluster.awaitEvent("PodsCreated", "j-master-0");
         server.expect().post().withPath("/api/v1/namespaces/" + namespace + "/events").andReturn(500, new StatusBuilder()
-                .withCode(500).withReason("InternalError").withMessage("etcdserver: request timed out").build()).times(11);
+                .withCode(500).withReason("InternalError").withMessage("etcdserver: request timed out").build()).times(1 + PassClient.RETRIES);
         if (what.equals("restart")) {
             String uid = cluster.pod("j-worker-0").getMetadata().getUid();
             cluster.kubelet.exit("j-worker-0", 1);
