@@ -240,16 +240,17 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         sdkMetrics.refusedReconciliation();
         Optional<Refusals.Refusal> remembered = refusals.of(uid).filter(said -> said.sameAs(failure));
         Optional<S> unwritten = withReconcileError(status, failure.reason(), failure.getMessage());
+        Optional<Instant> shown = unwritten.isEmpty() ? errorSince(status) : Optional.empty();
         Instant since;
         if (remembered.isPresent()) {
             since = remembered.get().since();
             if (unwritten.isPresent() && !PlanExecutor.STATUS_STEP.equals(failure.reason())) {
-                // Said, but the write of the condition failed on its own then (a closed connection, say): the
-                // status takes writes, so the job shows its error now, without a second event or log line.
+                // Said, but the write of the condition failed on its own then (a closed connection, say): tried
+                // again, without a second event or log line. Not where the status write is the refused step.
                 writeCondition(job, unwritten.get(), context, false);
             }
-        } else if (unwritten.isEmpty() && errorSince(status).isPresent()) {
-            since = errorSince(status).get();
+        } else if (shown.isPresent()) {
+            since = shown.get();
         } else {
             since = say(job, status, failure, context);
         }
