@@ -267,9 +267,9 @@ class FailureHandlingTest {
         assertTrue(sent.get(1) - sent.get(0) < 500, "the retry comes at once: " + sent);
         assertTrue(sent.get(2) - sent.get(1) >= 900, "the next pass after the job's back-off of 1 s: " + sent);
         assertTrue(sent.get(3) - sent.get(2) < 500, "and its retry at once: " + sent);
-        JobCondition error = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
-                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue())).getStatus().conditions.stream()
-                .filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
+        cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue()));
+        JobCondition error = cluster.condition("j", "ReconcileError");
         assertEquals("FailedCreatePod", error.reason);
         assertEquals("pod j-master-0: " + refusal, error.message);
     }
@@ -286,9 +286,9 @@ class FailureHandlingTest {
                 .andReturn(403, new StatusBuilder().withCode(403).withReason("Forbidden").withMessage("denied once").build()).once();
         OperatorHarness cluster = new OperatorHarness(client, "unrecorded");
         cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
-        JobCondition error = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
-                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue())).getStatus().conditions.stream()
-                .filter(c -> "ReconcileError".equals(c.type)).findFirst().orElseThrow();
+        cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "ReconcileError".equals(c.type) && c.isTrue()));
+        JobCondition error = cluster.condition("j", "ReconcileError");
         assertEquals("pod j-master-0: pods is forbidden: denied by the team's admission policy", error.message);
         assertEquals(1, cluster.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())).count(), "said once");
     }
