@@ -1,10 +1,6 @@
 package dev.torchjob.operator.cli;
 
-import java.io.EOFException;
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.SocketTimeoutException;
-import java.nio.channels.ClosedChannelException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,6 +14,7 @@ import java.util.function.Supplier;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.apiserver.ClosedConnection;
 import dev.torchjob.operator.cli.CliArguments.JobKind;
 import dev.torchjob.operator.cli.CliArguments.JobReference;
 import io.fabric8.kubernetes.api.model.Event;
@@ -35,7 +32,6 @@ import io.fabric8.kubernetes.client.vertx.VertxHttpClientBuilder;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.file.FileSystemOptions;
-import io.vertx.core.http.HttpClosedException;
 
 /**
  * The cluster as the user's kubectl reaches it (--kubeconfig, KUBECONFIG, ~/.kube/config; --context;
@@ -239,29 +235,12 @@ final class ClusterSession implements AutoCloseable {
                 if (e.getCode() == 404) {
                     throw new KindNotInstalled();
                 }
-                if (attempt < ATTEMPTS_ON_A_CLOSED_CONNECTION && closedUnderTheRequest(e)) {
+                if (attempt < ATTEMPTS_ON_A_CLOSED_CONNECTION && ClosedConnection.underTheCall(e)) {
                     continue;
                 }
                 throw failure(verb, resource, e);
             }
         }
-    }
-
-    /**
-     * Whether a connection that was open closed before the answer came: not a refused or timed-out
-     * connect (the cluster is not there), and not an answer (the cluster said no).
-     */
-    static boolean closedUnderTheRequest(Throwable e) {
-        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
-            if (cause instanceof ConnectException || cause instanceof SocketTimeoutException) {
-                return false;
-            }
-            if (cause instanceof HttpClosedException || cause instanceof ClosedChannelException || cause instanceof EOFException
-                    || cause instanceof IOException && cause.getMessage() != null && cause.getMessage().contains("Connection reset")) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** The one line a refused or failed request becomes. */

@@ -18,6 +18,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
+import dev.torchjob.operator.apiserver.ClosedConnection;
 import dev.torchjob.operator.cli.CliArguments.BadInput;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
 import dev.torchjob.operator.engine.JobPhase;
@@ -208,7 +209,7 @@ final class ReplicaLogs {
                 if (e instanceof KubernetesClientException refused) {
                     cluster.refusal("get", "pods/log", refused).ifPresent(failure -> streamFailure.compareAndSet(null, failure));
                 }
-                if (!printed && ClusterSession.closedUnderTheRequest(e)) {
+                if (!printed && ClosedConnection.underTheCall(e)) {
                     readAgain.run();
                 }
             }

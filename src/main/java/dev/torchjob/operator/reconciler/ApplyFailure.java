@@ -2,6 +2,7 @@ package dev.torchjob.operator.reconciler;
 
 import java.util.function.Supplier;
 
+import dev.torchjob.operator.apiserver.ClosedConnection;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
@@ -33,6 +34,11 @@ public class ApplyFailure extends RuntimeException {
     /** The API server's HTTP status for the refused call; 0 when it did not answer. */
     public int code() {
         return getCause() instanceof KubernetesClientException api ? api.getCode() : 0;
+    }
+
+    /** No answer came: the connection closed under the call (the server may or may not have done it). */
+    public boolean unanswered() {
+        return ClosedConnection.underTheCall(getCause());
     }
 
     /** Refused because the job's namespace is being deleted: the job goes with it. */

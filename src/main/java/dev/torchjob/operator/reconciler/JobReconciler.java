@@ -46,6 +46,12 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     /** Retries of a step the API server refused: as @GradualRetry retries any other error, 1 s doubling to 5 min. */
     private static final Duration MIN_RETRY = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY = Duration.ofMinutes(5);
+    /**
+     * A pass that lost a call to a connection closed under it runs again this soon, up to this many times
+     * in a row, before it is said as an error: the HTTP client opens a new connection meanwhile.
+     */
+    private static final Duration AFTER_A_CLOSED_CONNECTION = Duration.ofMillis(100);
+    private static final int CLOSED_CONNECTIONS_NOT_SAID = 2;
     /** A namespace seen being deleted: its jobs' passes do nothing for this long, then ask again. */
     private static final Duration NAMESPACE_ENDING = Duration.ofSeconds(30);
 
@@ -236,6 +242,14 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             refusals.over(uid); // deleted since the pass began: its deletion event ends what is left of it
             LOG.debugf("%s %s/%s: gone", job.getKind(), job.getMetadata().getNamespace(), job.getMetadata().getName());
             return UpdateControl.noUpdate();
+        }
+        if (failure.unanswered() && refusals.closedUnderThePass(uid, CLOSED_CONNECTIONS_NOT_SAID)) {
+            // Nothing the job or its user can act on, and the next pass almost always goes through (what the
+            // lost call did, if it reached the server, the next pass finds done: creates meet 409, the
+            // status is applied, events are named): no condition, no event, one line at info.
+            LOG.infof("%s %s/%s: %s (%s), before any answer; the pass runs again", job.getKind(),
+                    job.getMetadata().getNamespace(), job.getMetadata().getName(), failure.getMessage(), failure.reason());
+            return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_A_CLOSED_CONNECTION);
         }
         sdkMetrics.refusedReconciliation();
         Optional<Refusals.Refusal> remembered = refusals.of(uid).filter(said -> said.sameAs(failure));

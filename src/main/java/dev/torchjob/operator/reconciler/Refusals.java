@@ -12,8 +12,9 @@ import jakarta.enterprise.context.ApplicationScoped;
  * The refusal each job's passes are being retried for, and since when, by job UID. The job's
  * ReconcileError condition says the same and survives an operator restart; this is what holds when
  * that condition cannot be written either (the status itself refused for good: RBAC, a webhook), so
- * that the error is still said once and the retries still back off. Also the namespaces being
- * deleted, whose jobs are going away: nothing is counted, created or said for them.
+ * that the error is still said once and the retries still back off. Also how many passes in a row
+ * of each job lost a call to a connection that closed under it (run again at once, quietly), and the
+ * namespaces being deleted, whose jobs are going away: nothing is counted, created or said for them.
  */
 @ApplicationScoped
 public class Refusals {
@@ -33,6 +34,14 @@ public class Refusals {
         }
     };
 
+    /** Passes in a row that lost a call to a closed connection, by job UID. */
+    private final Map<String, Integer> closedInARow = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
+            return size() > MOST;
+        }
+    };
+
     /** Namespaces whose creates the API server refused because they are being deleted, and when. */
     private final Map<String, Instant> namespacesEnding = new LinkedHashMap<>();
 
@@ -42,11 +51,21 @@ public class Refusals {
 
     synchronized void said(String jobUid, Refusal refusal) {
         byJob.put(jobUid, refusal);
+        closedInARow.remove(jobUid); // an answer came: what closed before is no longer in a row
+    }
+
+    /**
+     * A pass of the job lost a call to a connection that closed under it: whether it is among the
+     * first {@code most} in a row, which are run again at once and not said.
+     */
+    synchronized boolean closedUnderThePass(String jobUid, int most) {
+        return closedInARow.merge(jobUid, 1, Integer::sum) <= most;
     }
 
     /** The job's passes go through again (or it is gone). */
     synchronized void over(String jobUid) {
         byJob.remove(jobUid);
+        closedInARow.remove(jobUid);
     }
 
     /** The API server said the namespace is being deleted: its jobs go with it. */

@@ -1,7 +1,6 @@
 package dev.torchjob.operator.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -142,15 +141,6 @@ class ClusterSessionTest {
             assertEquals(List.of("mnist"), jobs.stream().map(JobView::name).toList());
             assertEquals(List.of(T9K_JOBS, T9K_JOBS, KUBEFLOW_JOBS), apiServer.requested(), "the dropped list, the same again, the other kind's");
         }
-    }
-
-    @Test
-    void onlyAConnectionClosedUnderARequestIsAskedAgain() {
-        assertTrue(ClusterSession.closedUnderTheRequest(new KubernetesClientException("x", new io.vertx.core.http.HttpClosedException("Connection was closed"))));
-        assertTrue(ClusterSession.closedUnderTheRequest(new KubernetesClientException("x", new java.net.SocketException("Connection reset"))));
-        assertFalse(ClusterSession.closedUnderTheRequest(new KubernetesClientException("x", new java.net.ConnectException("Connection refused"))),
-                "a cluster that is not there is said at once");
-        assertFalse(ClusterSession.closedUnderTheRequest(new KubernetesClientException(status(500, "InternalError"))), "an answer is an answer");
     }
 
     /** What the launcher's first call adds to fill its class-data archive asks nothing of the cluster. */

@@ -124,13 +124,23 @@ public final class OperatorInstall {
         return leaderElection ? operator.awaitLeading(Duration.ofSeconds(60)) : operator;
     }
 
+    /** A new operator process, without leader election, that reaches the API server at {@code apiServer} (a relay). */
+    public synchronized OperatorProcess newOperatorReaching(java.net.URI apiServer) {
+        Path kubeconfig = cluster.work.resolve("operator-via-" + apiServer.getPort() + ".kubeconfig");
+        try {
+            ControlPlane.writeKubeconfig(kubeconfig, apiServer.toString(), cluster.certificateAuthority(), token(cluster, SERVICE_ACCOUNT));
+        } catch (IOException e) {
+            throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
+        }
+        return start(kubeconfig, Map.of(), false);
+    }
+
     /** A second replica while another leads: ready, standing by, not leading. */
     public synchronized OperatorProcess newStandby(Map<String, String> settings) {
         return start(settings, true);
     }
 
     private OperatorProcess start(Map<String, String> settings, boolean leaderElection) {
-        Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
         try {
             // A fresh token each start: a test may have replaced the ServiceAccount (the install moved to Helm
             // and back), and a token bound to the old one is refused (401).
@@ -138,11 +148,16 @@ public final class OperatorInstall {
         } catch (IOException e) {
             throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
         }
+        return start(operatorKubeconfig, settings, leaderElection);
+    }
+
+    private OperatorProcess start(Path kubeconfig, Map<String, String> settings, boolean leaderElection) {
+        Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
         // As the kubernetes/kubeflow/ overlay installs it: both job kinds served.
         Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true"));
         all.putAll(settings);
         try {
-            return new OperatorProcess(operatorKubeconfig, log, all, leaderElection).start();
+            return new OperatorProcess(kubeconfig, log, all, leaderElection).start();
         } catch (IOException e) {
             throw new AssertionError("the operator did not start: " + e.getMessage(), e);
         }
