@@ -16,6 +16,7 @@ import jakarta.inject.Inject;
 
 import org.jboss.logging.Logger;
 
+import dev.torchjob.operator.apiserver.ClosedConnection;
 import dev.torchjob.operator.engine.StartBlocker;
 import dev.torchjob.operator.engine.StartBlocker.PodWarning;
 import io.fabric8.kubernetes.api.model.Event;
@@ -76,7 +77,10 @@ public class PodWarnings {
                 lookedUp.put(uid, new LookedUp(now, found));
                 warnings.put(uid, found);
             } catch (KubernetesClientException e) {
-                if (refusalLogged.compareAndSet(false, true)) {
+                if (ClosedConnection.underTheCall(e)) {
+                    // No answer, nothing refused: the next pass asks again (nothing was remembered as looked up).
+                    LOG.debugf("the Warning events of pod %s were not read: %s", pod.getMetadata().getName(), e.getMessage());
+                } else if (refusalLogged.compareAndSet(false, true)) {
                     // Said once per process: an install whose role lacks "list events" still runs every job.
                     LOG.warnf("cannot read the Warning events of pods that are slow to start (%s): jobs say only what the pods' "
                             + "status says of why they are not starting", ApplyFailure.serverMessage(e));

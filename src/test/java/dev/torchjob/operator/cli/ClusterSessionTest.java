@@ -13,6 +13,7 @@ import dev.torchjob.operator.cli.CliArguments.JobKind;
 import dev.torchjob.operator.cli.CliArguments.JobReference;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
 import dev.torchjob.operator.testing.Kubeconfigs;
+import dev.torchjob.operator.testing.ScriptedApiServer;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;

@@ -15,6 +15,7 @@ import dev.torchjob.operator.cli.CliArguments.BadInput;
 import dev.torchjob.operator.cli.ClusterSession.Failure;
 import dev.torchjob.operator.testing.Kubeconfigs;
 import dev.torchjob.operator.testing.PodFates;
+import dev.torchjob.operator.testing.ScriptedApiServer;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodListBuilder;

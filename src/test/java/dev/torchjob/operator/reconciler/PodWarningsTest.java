@@ -4,17 +4,23 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.testing.ScriptedApiServer;
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.EventListBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
+import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.Serialization;
 
 /**
  * A pod slow to start has its Warning events read once a minute, not at every pass of its job; a pod no kubelet
@@ -69,5 +75,59 @@ class PodWarningsTest {
 
         warnings.of(pods, SCHEDULED.plusSeconds(80));
         assertEquals(4, server.getRequestCount() - before, "looked at again a minute later");
+    }
+
+    /**
+     * A look-up whose connection closed before any answer was refused by nobody: the next pass asks again
+     * (not a minute later), and the log does not spend its one warning about a role without "list events" on it.
+     */
+    @Test
+    void aLookUpWhoseConnectionClosedIsAskedAgainAndTakenForNoRefusal() throws Exception {
+        String teamA = "/api/v1/namespaces/team-a/events";
+        String teamB = "/api/v1/namespaces/team-b/events";
+        List<java.util.logging.LogRecord> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler log = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    said.add(record);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PodWarnings.class.getName());
+        logger.addHandler(log);
+        try (ScriptedApiServer apiServer = new ScriptedApiServer();
+                KubernetesClient scripted = new KubernetesClientBuilder().withConfig(new ConfigBuilder().withMasterUrl(apiServer.url())
+                        .withRequestRetryBackoffLimit(0).build()).build()) {
+            apiServer.dropNext(teamA, 1)
+                    .answer(teamA, 200, Serialization.asJson(new EventListBuilder().addToItems(new EventBuilder().withType("Warning")
+                            .withReason("FailedMount").withMessage("configmap \"data\" not found").withNewInvolvedObject().withUid("u0")
+                            .endInvolvedObject().withLastTimestamp(SCHEDULED.plusSeconds(5).toString()).build()).build()))
+                    .answer(teamB, 403, Serialization.asJson(new StatusBuilder().withCode(403).withReason("Forbidden")
+                            .withMessage("events is forbidden").build()));
+            PodWarnings warnings = new PodWarnings();
+            warnings.client = scripted;
+            List<Pod> pods = List.of(scheduledNotStarted("j-worker-0", "u0", true));
+
+            assertEquals(Map.of(), warnings.of(pods, SCHEDULED.plusSeconds(20)), "no answer: nothing read");
+            assertEquals(List.of(), said.stream().map(java.util.logging.LogRecord::getMessage).toList());
+            assertEquals("FailedMount", warnings.of(pods, SCHEDULED.plusSeconds(23)).get("u0").get(0).reason(), "asked again by the next pass");
+            assertEquals(List.of(teamA, teamA), apiServer.requested().stream().map(p -> p.substring(0, p.indexOf('?'))).toList());
+
+            Pod elsewhere = scheduledNotStarted("k-worker-0", "u9", true);
+            elsewhere.getMetadata().setNamespace("team-b");
+            warnings.of(List.of(elsewhere), SCHEDULED.plusSeconds(23));
+            assertEquals(1, said.size(), "a refusal is said: " + said.stream().map(java.util.logging.LogRecord::getMessage).toList());
+        } finally {
+            logger.removeHandler(log);
+        }
     }
 }

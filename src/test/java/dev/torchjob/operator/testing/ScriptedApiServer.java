@@ -1,4 +1,4 @@
-package dev.torchjob.operator.cli;
+package dev.torchjob.operator.testing;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,16 +15,14 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
-import dev.torchjob.operator.testing.Kubeconfigs;
-
 /**
  * An API server on loopback, plain HTTP/1.1, that answers each request from a script of path prefixes
  * and can close the connection under a request before any answer: what a client meets when it sends
  * on a kept-alive connection the server has just closed. (fabric8's mock server cannot drop a
  * connection.) One request per connection, then it closes.
  */
-final class ScriptedApiServer implements AutoCloseable {
-    record Answer(int code, Supplier<String> json) {
+public final class ScriptedApiServer implements AutoCloseable {
+    private record Answer(int code, Supplier<String> json) {
     }
 
     private final ServerSocket listening;
@@ -33,7 +31,7 @@ final class ScriptedApiServer implements AutoCloseable {
     private final List<String> requested = new CopyOnWriteArrayList<>();
     private final List<String> answered = new CopyOnWriteArrayList<>();
 
-    ScriptedApiServer() throws IOException {
+    public ScriptedApiServer() throws IOException {
         listening = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         Thread accepting = new Thread(this::serve, "scripted-api-server");
         accepting.setDaemon(true);
@@ -41,34 +39,38 @@ final class ScriptedApiServer implements AutoCloseable {
     }
 
     /** Requests whose path starts with the prefix get this answer; the first prefix that matches wins. */
-    ScriptedApiServer answer(String pathPrefix, int code, Supplier<String> json) {
+    public ScriptedApiServer answer(String pathPrefix, int code, Supplier<String> json) {
         script.add(Map.entry(pathPrefix, new Answer(code, json)));
         return this;
     }
 
-    ScriptedApiServer answer(String pathPrefix, int code, String json) {
+    public ScriptedApiServer answer(String pathPrefix, int code, String json) {
         return answer(pathPrefix, code, () -> json);
     }
 
     /** The next {@code times} requests whose path starts with the prefix are read and their connection closed unanswered. */
-    ScriptedApiServer dropNext(String pathPrefix, int times) {
+    public ScriptedApiServer dropNext(String pathPrefix, int times) {
         toDrop.put(pathPrefix, new AtomicInteger(times));
         return this;
     }
 
     /** The paths asked for, in order, dropped ones included. */
-    List<String> requested() {
+    public List<String> requested() {
         return List.copyOf(requested);
     }
 
     /** The paths answered, in order. */
-    List<String> answered() {
+    public List<String> answered() {
         return List.copyOf(answered);
     }
 
     /** A kubeconfig for this server (namespace team-a), written into the folder. */
-    Path kubeconfig(Path folder) throws IOException {
-        return Kubeconfigs.write(folder.resolve("config"), "http://127.0.0.1:" + listening.getLocalPort(), "team-a");
+    public String url() {
+        return "http://127.0.0.1:" + listening.getLocalPort();
+    }
+
+    public Path kubeconfig(Path folder) throws IOException {
+        return Kubeconfigs.write(folder.resolve("config"), url(), "team-a");
     }
 
     private void serve() {
