@@ -76,8 +76,8 @@ public final class ApiServerRelay implements AutoCloseable {
                     continue;
                 }
                 Connection connection = new Connection(client, upstream);
-                relay(connection, "to-api-server", () -> connection.fromClient());
-                relay(connection, "to-client", () -> connection.fromApiServer());
+                relay(connection, "to-api-server", connection::fromClient);
+                relay(connection, "to-client", connection::fromApiServer);
             } catch (IOException e) {
                 // closed, or one connection failed: the next accept goes on
             }

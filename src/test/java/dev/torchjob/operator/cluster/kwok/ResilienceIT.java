@@ -3,6 +3,7 @@ package dev.torchjob.operator.cluster.kwok;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -357,7 +358,7 @@ class ResilienceIT extends OwnOperators {
             // Measured 0.8-1.6 s (1.7 s with none refused); 19-36 s when refused calls were retried for 19 s each.
             assertTrue(took.compareTo(Duration.ofSeconds(15)) < 0, "the other namespace's pods took " + took.toMillis() + " ms");
             for (int i = 0; i < otherJobs; i++) {
-                assertEquals(null, elsewhere.condition("e" + i, "ReconcileError"), "no error was ever said of e" + i);
+                assertNull(elsewhere.condition("e" + i, "ReconcileError"), "no error was ever said of e" + i);
             }
 
             kubectl.run("delete", "validatingwebhookconfiguration", webhook).orFail();
@@ -402,9 +403,9 @@ class ResilienceIT extends OwnOperators {
             for (int i = 0; i < jobs; i++) {
                 String job = "c" + i;
                 cluster.awaitJob(job, j -> j.getStatus() != null && j.getStatus().phase != null);
-                assertEquals(null, cluster.condition(job, "ReconcileError"), "no error was ever said of " + job);
+                assertNull(cluster.condition(job, "ReconcileError"), "no error was ever said of " + job);
             }
-            assertEquals(null, cluster.condition("warm", "ReconcileError"));
+            assertNull(cluster.condition("warm", "ReconcileError"));
             assertEquals(List.of(), cluster.events().stream().filter(e -> "Warning".equals(e.getType())
                     && "PyTorchTrainingJob".equals(e.getInvolvedObject().getKind())).map(e -> e.getReason() + ": " + e.getMessage()).toList());
             String log = Files.readString(operator.log);
