@@ -47,11 +47,14 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     private static final Duration MIN_RETRY = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY = Duration.ofMinutes(5);
     /**
-     * A pass that lost a call to a connection closed under it runs again this soon, up to this many times
-     * in a row, before it is said as an error: the HTTP client opens a new connection meanwhile.
+     * A pass that failed in a way the next one almost always gets past runs again this soon, quietly, up to
+     * so many times in a row before it is said as an error: a call lost to a connection closed under it
+     * (the HTTP client opens a new one meanwhile), a status update that met 409 because the cache was
+     * behind the server (the watch brings the newer job within milliseconds).
      */
-    private static final Duration AFTER_A_CLOSED_CONNECTION = Duration.ofMillis(100);
+    private static final Duration RUN_AGAIN_AFTER = Duration.ofMillis(100);
     private static final int CLOSED_CONNECTIONS_NOT_SAID = 2;
+    private static final int STATUS_CONFLICTS_NOT_SAID = 10;
     /** A namespace seen being deleted: its jobs' passes do nothing for this long, then ask again. */
     private static final Duration NAMESPACE_ENDING = Duration.ofSeconds(30);
 
@@ -212,8 +215,12 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         }
         // Applied in full: an error still on the job is over.
         refusals.over(job.getMetadata().getUid());
-        withReconcileError(plan.statusChanged() ? plan.status() : job.getStatus(), null, null)
-                .ifPresent(cleared -> executor.writeStatus(job, cleared, context));
+        S applied = plan.statusChanged() ? plan.status() : job.getStatus();
+        try {
+            withReconcileError(applied, null, null).ifPresent(cleared -> executor.writeStatus(job, cleared, context));
+        } catch (ApplyFailure e) {
+            return retryAfterRefusal(job, applied, e, context);
+        }
         UpdateControl<J> control = UpdateControl.noUpdate();
         Optional<Duration> recheck = !created && plan.podsToCreate().isEmpty() && settled ? plan.recheckAfter()
                 : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
@@ -243,13 +250,22 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             LOG.debugf("%s %s/%s: gone", job.getKind(), job.getMetadata().getNamespace(), job.getMetadata().getName());
             return UpdateControl.noUpdate();
         }
-        if (failure.unanswered() && refusals.closedUnderThePass(uid, CLOSED_CONNECTIONS_NOT_SAID)) {
+        if (failure.unanswered() && refusals.runAgainQuietly(uid, CLOSED_CONNECTIONS_NOT_SAID)) {
             // Nothing the job or its user can act on, and the next pass almost always goes through (what the
             // lost call did, if it reached the server, the next pass finds done: creates meet 409, the
             // status is applied, events are named): no condition, no event, one line at info.
             LOG.infof("%s %s/%s: %s (%s), before any answer; the pass runs again", job.getKind(),
                     job.getMetadata().getNamespace(), job.getMetadata().getName(), failure.getMessage(), failure.reason());
-            return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_A_CLOSED_CONNECTION);
+            return UpdateControl.<J>noUpdate().rescheduleAfter(RUN_AGAIN_AFTER);
+        }
+        if (PlanExecutor.STATUS_STEP.equals(failure.reason()) && failure.code() == HttpURLConnection.HTTP_CONFLICT
+                && refusals.runAgainQuietly(uid, STATUS_CONFLICTS_NOT_SAID)) {
+            // Someone edited the job (a label, the spec) after the version the cache holds: the pass runs again
+            // on the newer one, as Kubernetes controllers do on a conflict. Safe as after a closed connection:
+            // events are named, pods already made are found, restarts are counted by pod UID.
+            LOG.debugf("%s %s/%s: the job changed while the pass ran; it runs again", job.getKind(),
+                    job.getMetadata().getNamespace(), job.getMetadata().getName());
+            return UpdateControl.<J>noUpdate().rescheduleAfter(RUN_AGAIN_AFTER);
         }
         sdkMetrics.refusedReconciliation();
         Optional<Refusals.Refusal> remembered = refusals.of(uid).filter(said -> said.sameAs(failure));

@@ -33,7 +33,6 @@ import io.fabric8.kubernetes.client.dsl.NonDeletingOperation;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
-import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.dependent.RecentOperationCacheFiller;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.smallrye.mutiny.Uni;
@@ -239,20 +238,25 @@ public class PlanExecutor {
             context.eventSourceRetriever().getControllerEventSource()
                     .handleRecentResourceUpdate(ResourceID.fromResource(job), written, job);
         } else {
-            // JOSDK modifies the object it is given on the first attempt: a copy, so that a failed write
-            // leaves the pass's job as the server holds it (an error reported on it must not carry
-            // the status that was never written, or a restart would be counted without its event).
-            PrimaryUpdateAndCacheUtils.updateStatusAndCacheResource(copyOf(job, context), context, fresh -> {
-                fresh.setStatus(status);
-                return fresh;
-            });
+            // A whole status, by update. As with the apply, the status is this operator's alone: the lock is only
+            // what the API server demands of an update, so the newest version the cache holds is named (this
+            // pass's own earlier write too: a pass that clears an error writes twice). A 409 means the cache is
+            // behind the server: the pass runs again once it caught up (JobReconciler). Written from a copy: neither
+            // the cached job nor the pass's may carry a status that was never written (an error reported on it
+            // would count a restart whose event was never sent).
+            J newest = context.getPrimaryCache().get(ResourceID.fromResource(job)).orElse(job);
+            J replaced = copyOf(newest, context);
+            replaced.setStatus(status);
+            J written = client.resource(replaced).updateStatus();
+            context.eventSourceRetriever().getControllerEventSource()
+                    .handleRecentResourceUpdate(ResourceID.fromResource(job), written, newest);
         }
     }
 
     /**
      * Whether another field manager wrote the job's status (a controller that ran it before, such as
      * Kubeflow's training-operator before a take-over): an apply of ours never removes fields another
-     * manager owns, so such a job's status is written whole (replaced, with optimistic locking) and
+     * manager owns, so such a job's status is written whole (replaced by an update) and
      * carries only what this operator computes.
      */
     static boolean statusWrittenByOthers(HasMetadata job, String fieldManager) {

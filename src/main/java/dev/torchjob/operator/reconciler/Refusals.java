@@ -13,8 +13,9 @@ import jakarta.enterprise.context.ApplicationScoped;
  * ReconcileError condition says the same and survives an operator restart; this is what holds when
  * that condition cannot be written either (the status itself refused for good: RBAC, a webhook), so
  * that the error is still said once and the retries still back off. Also how many passes in a row
- * of each job lost a call to a connection that closed under it (run again at once, quietly), and the
- * namespaces being deleted, whose jobs are going away: nothing is counted, created or said for them.
+ * of each job were run again at once, quietly (a call lost to a connection that closed under it, a
+ * status written on a job the cache had not caught up with), and the namespaces being deleted, whose
+ * jobs are going away: nothing is counted, created or said for them.
  */
 @ApplicationScoped
 public class Refusals {
@@ -34,8 +35,8 @@ public class Refusals {
         }
     };
 
-    /** Passes in a row that lost a call to a closed connection, by job UID. */
-    private final Map<String, Integer> closedInARow = new LinkedHashMap<>() {
+    /** Passes in a row that were run again quietly, by job UID. */
+    private final Map<String, Integer> quietlyInARow = new LinkedHashMap<>() {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
             return size() > MOST;
@@ -51,21 +52,21 @@ public class Refusals {
 
     synchronized void said(String jobUid, Refusal refusal) {
         byJob.put(jobUid, refusal);
-        closedInARow.remove(jobUid); // an answer came: what closed before is no longer in a row
+        quietlyInARow.remove(jobUid); // said: the quiet re-runs before it are no longer in a row
     }
 
     /**
-     * A pass of the job lost a call to a connection that closed under it: whether it is among the
+     * A pass of the job failed in a way the next pass almost always gets past: whether it is among the
      * first {@code most} in a row, which are run again at once and not said.
      */
-    synchronized boolean closedUnderThePass(String jobUid, int most) {
-        return closedInARow.merge(jobUid, 1, Integer::sum) <= most;
+    synchronized boolean runAgainQuietly(String jobUid, int most) {
+        return quietlyInARow.merge(jobUid, 1, Integer::sum) <= most;
     }
 
     /** The job's passes go through again (or it is gone). */
     synchronized void over(String jobUid) {
         byJob.remove(jobUid);
-        closedInARow.remove(jobUid);
+        quietlyInARow.remove(jobUid);
     }
 
     /** The API server said the namespace is being deleted: its jobs go with it. */

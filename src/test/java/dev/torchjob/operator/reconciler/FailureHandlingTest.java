@@ -314,6 +314,28 @@ class FailureHandlingTest {
     }
 
     /**
+     * The status write that counts a restart meets 409 Conflict three times (by update, as in the local mode:
+     * someone labelled the job a moment before the cache saw it): the pass runs again on the newer job, the
+     * restart is counted once, and nothing is said of it.
+     */
+    @Test
+    void aStatusWriteThatMeetsAConflictRunsThePassAgainAndSaysNothing() {
+        OperatorHarness cluster = running(client, "status-conflict", "OnFailure", "{backoffLimit: 3}");
+        server.expect().put().withPath("/apis/batch.tensorstack.dev/v1beta1/namespaces/status-conflict/pytorchtrainingjobs/j/status")
+                .andReturn(409, new StatusBuilder().withCode(409).withReason("Conflict").withMessage("Operation cannot be fulfilled on "
+                        + "pytorchtrainingjobs.batch.tensorstack.dev \"j\": the object has been modified; please apply your changes "
+                        + "to the latest version and try again").build()).times(3);
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.kubelet.exit("j-worker-0", 1);
+        cluster.awaitNewPod("j-worker-0", uid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        assertNull(cluster.condition("j", "ReconcileError"), "a conflict is no error of the job");
+        assertEquals(List.of(), cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).toList());
+        assertEquals(1, cluster.events().stream().filter(e -> "JobRestarting".equals(e.getReason())).count(),
+                "one JobRestarting event for the one counted restart");
+    }
+
+    /**
      * The API server fails the event that reports a restart or the outcome (a 500, past the pass client's one
      * retry): the pass stops before the status that records it, and the next pass writes both, the event once.
      */

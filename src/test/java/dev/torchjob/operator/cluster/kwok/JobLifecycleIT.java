@@ -18,8 +18,6 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
-import dev.torchjob.operator.cluster.Kubectl;
-import dev.torchjob.operator.cluster.KwokKubelet;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.engine.JobPhase;
@@ -249,60 +247,6 @@ class JobLifecycleIT extends OnTheSharedOperator {
         }
         long refused = after.count(w -> cluster.namespace.equals(w.namespace()) && "create".equals(w.verb()) && w.code() == 403);
         assertTrue(refused <= 2, refused + " refused creates for 2 jobs");
-    }
-
-    /**
-     * A status write the API server refuses for good (a ValidatingAdmissionPolicy of the team's, here on
-     * jobs with a label): the error is said once (one event, one log line) and the retries back off (1 s,
-     * doubling), although the condition that keeps the back-off cannot be written either.
-     */
-    @Test
-    void aStatusRefusedForGoodIsSaidOnceAndRetriedWithBackOff() throws Exception {
-        String ns = install.namespace("status-refused");
-        String policy = """
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicy
-                metadata: {name: %1$s}
-                spec:
-                  failurePolicy: Fail
-                  matchConstraints:
-                    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
-                    resourceRules:
-                    - {apiGroups: [batch.tensorstack.dev], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}
-                  validations:
-                  - expression: "false"
-                    message: "status writes are refused by the team's policy"
-                ---
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicyBinding
-                metadata: {name: %1$s}
-                spec:
-                  policyName: %1$s
-                  validationActions: [Deny]
-                """.formatted(ns);
-        Kubectl kubectl = install.cluster.kubectl();
-        kubectl.runWithInput(policy, "apply", "-f", "-").orFail();
-        try {
-            OperatorHarness cluster = new OperatorHarness(admin, ns, new KwokKubelet(admin, ns));
-            Thread.sleep(2000); // the policy takes effect once the API server has loaded it
-            long logLinesBefore = java.nio.file.Files.readAllLines(install.operator().log).size();
-            cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
-            cluster.awaitPods(3); // the pods are made; their status cannot be written
-            Thread.sleep(12_000);
-            long writes = OperatorWrites.read(install.cluster).count(w -> ns.equals(w.namespace())
-                    && "pytorchtrainingjobs/status".equals(w.resource()));
-            // Retried after 1, 1, 2, 4, 8 s (each try one write, the first also the condition's): 7 or so, not 24.
-            assertTrue(writes >= 3 && writes <= 9, writes + " status writes in about 13 s");
-            assertEquals(1, cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason())).count(),
-                    "said once: " + cluster.events().stream().map(e -> e.getReason()).toList());
-            List<String> log = java.nio.file.Files.readAllLines(install.operator().log);
-            long aboutIt = log.subList((int) Math.min(logLinesBefore, log.size()), log.size()).stream()
-                    .filter(l -> l.contains(ns + "/j")).count();
-            assertTrue(aboutIt <= 2, aboutIt + " log lines about the job: the refusal, and that it could not be recorded");
-        } finally {
-            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
-            admin.namespaces().withName(ns).delete();
-        }
     }
 
     /** The operator's count of restarts in a namespace, as Prometheus would scrape it. */

@@ -247,6 +247,60 @@ class ResilienceIT extends OwnOperators {
         admin.namespaces().withName(cluster.namespace).delete();
     }
 
+    /**
+     * A status write the API server refuses for good (a ValidatingAdmissionPolicy of the team's): the error is
+     * said once, in the server's words (one event, one log line), and the retries back off (1 s, doubling),
+     * although the condition that keeps the back-off cannot be written either. By apply and by update alike:
+     * neither waits on its cache for a newer job before it says the refusal.
+     */
+    @ParameterizedTest(name = "server-side apply {0}")
+    @ValueSource(booleans = {true, false})
+    void aStatusRefusedForGoodIsSaidOnceAndRetriedWithBackOff(boolean serverSideApply) throws Exception {
+        OperatorHarness cluster = install.harness(serverSideApply ? "refused-ssa" : "refused-update");
+        String ns = cluster.namespace;
+        String policy = """
+                apiVersion: admissionregistration.k8s.io/v1
+                kind: ValidatingAdmissionPolicy
+                metadata: {name: %1$s}
+                spec:
+                  failurePolicy: Fail
+                  matchConstraints:
+                    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
+                    resourceRules:
+                    - {apiGroups: [batch.tensorstack.dev], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}
+                  validations:
+                  - expression: "false"
+                    message: "status writes are refused by the team's policy"
+                ---
+                apiVersion: admissionregistration.k8s.io/v1
+                kind: ValidatingAdmissionPolicyBinding
+                metadata: {name: %1$s}
+                spec:
+                  policyName: %1$s
+                  validationActions: [Deny]
+                """.formatted(ns);
+        kubectl.runWithInput(policy, "apply", "-f", "-").orFail();
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
+            Thread.sleep(2000); // the policy takes effect once the API server has loaded it
+            cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+            cluster.awaitPods(3); // the pods are made; their status cannot be written
+            Thread.sleep(12_000);
+            long writes = OperatorWrites.read(install.cluster).count(w -> ns.equals(w.namespace())
+                    && "pytorchtrainingjobs/status".equals(w.resource()));
+            // Retried after 1, 1, 2, 4, 8 s (each try one write, the first also the condition's): 7 or so, not 24.
+            assertTrue(writes >= 3 && writes <= 9, writes + " status writes in about 13 s");
+            List<String> said = cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason()))
+                    .map(e -> e.getMessage()).toList();
+            assertEquals(1, said.size(), "said once: " + said);
+            assertTrue(said.get(0).contains("status writes are refused by the team's policy"), "in the server's words: " + said);
+            long aboutIt = Files.readAllLines(operator.log).stream().filter(l -> l.contains(ns + "/j")).count();
+            assertTrue(aboutIt <= 2, aboutIt + " log lines about the job: the refusal, and that it could not be recorded");
+        } finally {
+            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
+            admin.namespaces().withName(ns).delete();
+        }
+    }
+
     /** 409 answers to status writes on our jobs, from the API server's own request metrics. */
     static long statusConflicts() {
         String metrics = install.cluster.kubectl().run("get", "--raw", "/metrics").orFail().out();
