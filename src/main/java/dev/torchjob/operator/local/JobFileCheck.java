@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -254,14 +253,13 @@ final class JobFileCheck {
             if (open && path.endsWith(".template")) {
                 model(node, YAML.constructType(PodTemplateSpec.class), path); // Kubernetes's own pod template
             } else if (schema.has("additionalProperties") && schema.get("additionalProperties").isObject()) {
-                node.fields().forEachRemaining(e -> check(e.getValue(), schema.get("additionalProperties"), child(path, e.getKey())));
+                node.properties().forEach(e -> check(e.getValue(), schema.get("additionalProperties"), child(path, e.getKey())));
             }
             return;
         }
         List<String> known = new ArrayList<>();
         properties.fieldNames().forEachRemaining(known::add);
-        for (Iterator<Map.Entry<String, JsonNode>> fields = node.fields(); fields.hasNext();) {
-            Map.Entry<String, JsonNode> field = fields.next();
+        for (Map.Entry<String, JsonNode> field : node.properties()) {
             String fieldPath = child(path, field.getKey());
             if (properties.has(field.getKey())) {
                 if (!(path.isEmpty() && field.getKey().equals("metadata"))) {
@@ -297,7 +295,7 @@ final class JobFileCheck {
                 problem(path, path + ": expected an object (key: value lines), found " + describe(node));
                 return;
             }
-            node.fields().forEachRemaining(e -> model(e.getValue(), type.getContentType(), child(path, e.getKey())));
+            node.properties().forEach(e -> model(e.getValue(), type.getContentType(), child(path, e.getKey())));
         } else if (raw == String.class) {
             if (!node.isTextual()) {
                 problem(path, path + ": expected a string, found " + node.asText() + (node.isNumber() || node.isBoolean() ? " (quote it)" : ""));
@@ -327,7 +325,7 @@ final class JobFileCheck {
                 }
             }
             List<String> known = new ArrayList<>(fields.keySet());
-            node.fields().forEachRemaining(e -> {
+            node.properties().forEach(e -> {
                 String fieldPath = child(path, e.getKey());
                 JavaType fieldType = fields.get(e.getKey());
                 if (fieldType == null) {
