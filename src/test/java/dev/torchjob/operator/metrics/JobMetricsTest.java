@@ -137,6 +137,10 @@ class JobMetricsTest {
                 "a job of each kind named m: both counted");
     }
 
+    /** What JOSDK tells its metrics of every event: the controller it is for. */
+    static final java.util.Map<String, Object> CONTROLLER = java.util.Map.of(
+            io.javaoperatorsdk.operator.api.reconciler.Constants.CONTROLLER_NAME, "pytorchtrainingjob");
+
     /**
      * Every replica's informers see a job deleted; a sum over replicas (what dashboards and alerts take)
      * must count the deletion once: the replica standing by does not count it.
@@ -149,11 +153,11 @@ class JobMetricsTest {
                 io.javaoperatorsdk.operator.processing.event.ResourceID.fromResource(job), job);
         SimpleMeterRegistry standingBy = new SimpleMeterRegistry();
         new OperatorSdkMetrics(standingBy, new JobMetrics(standingBy, Clock.fixed(T0, ZoneOffset.UTC)), () -> false)
-                .eventReceived(deleted, java.util.Map.of());
+                .eventReceived(deleted, CONTROLLER);
         var notCounted = standingBy.find("training_operator_jobs_deleted").tag("job_namespace", "team-a").counter();
         assertEquals(0.0, notCounted == null ? 0.0 : notCounted.count(), "the replica standing by");
 
-        new OperatorSdkMetrics(registry, metrics, () -> true).eventReceived(deleted, java.util.Map.of());
+        new OperatorSdkMetrics(registry, metrics, () -> true).eventReceived(deleted, CONTROLLER);
         assertEquals(1.0, count("training_operator_jobs_deleted"), "the acting replica");
     }
 }

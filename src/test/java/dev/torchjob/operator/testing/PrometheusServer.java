@@ -31,7 +31,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * alert rules as its rule file, asked through its HTTP API.
  */
 public final class PrometheusServer implements AutoCloseable {
-    public static final Pattern METRIC = Pattern.compile("\\b(training_operator_\\w+|pytorchtrainingjob_\\w+|operator_sdk_\\w+|jvm_\\w+|process_\\w+|up)\\b");
+    public static final Pattern METRIC = Pattern.compile("\\b(training_operator_\\w+|pytorchtrainingjob_\\w+|jvm_\\w+|process_\\w+|up)\\b");
     private static final Pattern COMPARISON = Pattern.compile("^(.*\\S)\\s+(>|<|>=|<=|==|!=)\\s+([0-9.]+)$", Pattern.DOTALL);
     private static final ObjectMapper JSON = new ObjectMapper();
 
