@@ -19,6 +19,7 @@ import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
+import io.javaoperatorsdk.operator.api.config.LeaderElectionConfigurationBuilder;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.Quarkus;
@@ -63,12 +64,13 @@ public class Leadership {
         if (!enabled) {
             return null;
         }
-        // JOSDK's own exit on losing the Lease (its builder allows no other since 5.3) calls System.exit from
-        // the shutdown hook too, where the Lease is handed back: it would hang the stop. stopped() exits instead.
-        return new LeaderElectionConfiguration(leaseName, leaseNamespace.orElse(null),
-                LeaderElectionConfiguration.LEASE_DURATION_DEFAULT_VALUE, LeaderElectionConfiguration.RENEW_DEADLINE_DEFAULT_VALUE,
-                LeaderElectionConfiguration.RETRY_PERIOD_DEFAULT_VALUE, identity,
-                new LeaderCallbacks(this::started, this::stopped, leader -> LOG.debugf("the Lease is held by %s", leader)), false);
+        // Without JOSDK's own exit on losing the Lease: it calls System.exit from the shutdown hook too, where
+        // the Lease is handed back, and would hang the stop; stopped() exits instead. JOSDK names the builder
+        // call that says so "for tests" (its constructor that did is deprecated): this is why it is used here.
+        return LeaderElectionConfigurationBuilder.aLeaderElectionConfiguration(leaseName)
+                .withLeaseNamespace(leaseNamespace.orElse(null)).withIdentity(identity)
+                .withLeaderCallbacks(new LeaderCallbacks(this::started, this::stopped, leader -> LOG.debugf("the Lease is held by %s", leader)))
+                .buildForTest(false);
     }
 
     private void started() {

@@ -48,6 +48,8 @@ class LeadershipTest {
         Leadership leadership = new Leadership(true, "torchjob-operator-leader", Optional.of(NAMESPACE), registry);
         LeaderElectionConfiguration configuration = leadership.configuration();
         assertEquals(false, configuration.isExitOnStopLeading(), "JOSDK's own exit deadlocked in the shutdown hook");
+        assertEquals(Optional.of(NAMESPACE), configuration.getLeaseNamespace());
+        assertEquals(LeaderElectionConfiguration.LEASE_DURATION_DEFAULT_VALUE, configuration.getLeaseDuration());
         String identity = configuration.getIdentity().orElseThrow();
         lease(identity);
         LeaderCallbacks callbacks = configuration.getLeaderCallbacks().orElseThrow();
