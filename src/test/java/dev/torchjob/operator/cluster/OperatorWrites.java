@@ -13,8 +13,11 @@ import io.fabric8.kubernetes.client.utils.Serialization;
 /** The operator's writes as the API server's audit log recorded them: what the operator really sent. */
 public record OperatorWrites(List<Write> all) {
 
-    /** One request: verb (create, update, patch, delete), resource[/subresource], namespace, name and answer code. */
-    public record Write(String verb, String resource, String namespace, String name, int code) {
+    /**
+     * One request: verb (create, update, patch, delete), resource[/subresource], namespace, name, answer code, and
+     * the body sent where the audit policy keeps it (Workload status writes), else an empty map.
+     */
+    public record Write(String verb, String resource, String namespace, String name, int code, Map<String, Object> body) {
     }
 
     /** Reads the audit log, waiting a little for the API server's batch writer to flush. */
@@ -32,11 +35,16 @@ public record OperatorWrites(List<Write> all) {
                     resource += "/" + ref.get("subresource");
                 }
                 return new Write((String) event.get("verb"), resource, (String) ref.get("namespace"), (String) ref.get("name"),
-                        ((Number) status.getOrDefault("code", 0)).intValue());
+                        ((Number) status.getOrDefault("code", 0)).intValue(),
+                        (Map<String, Object>) event.getOrDefault("requestObject", Map.of()));
             }).toList());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    public List<Write> which(Predicate<Write> which) {
+        return all.stream().filter(which).toList();
     }
 
     public long count(Predicate<Write> which) {

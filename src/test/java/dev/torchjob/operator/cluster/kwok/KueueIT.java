@@ -43,7 +43,15 @@ class KueueIT extends OwnOperators {
     static final Duration WAIT = Duration.ofSeconds(60);
     /** Kueue's message while a Workload waits for quota. */
     static final String NO_QUOTA = "insufficient unused quota";
+    /** Installed by the first test (which needs a cluster without it first), or by whichever test runs alone. */
     static KueueInstall kueue;
+
+    static KueueInstall kueue() {
+        if (kueue == null) {
+            kueue = KueueInstall.start(install.cluster);
+        }
+        return kueue;
+    }
 
     @AfterAll
     static void kueueGone() {
@@ -104,9 +112,9 @@ class KueueIT extends OwnOperators {
             assertEquals(2, notAdmitted.exitCode(), notAdmitted.err());
             assertEquals("timed out after 1s waiting for job j to be Admitted (it is Pending)", notAdmitted.err().strip());
 
-            kueue = KueueInstall.start(install.cluster);
+            kueue();
             Kubectl.Watch admission = plugin.watch("torchjob", "wait", "j", "-n", cluster.namespace, "--for", "Admitted");
-            kueue.queues(cluster.namespace, "4");
+            kueue().queues(cluster.namespace, "4");
             // Nothing tells the operator Kueue arrived: a job waiting for it is looked at again every minute.
             await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() -> cluster.pods().size() == 3);
             assertEquals(0, admission.awaitExit(Duration.ofSeconds(30)), admission.printed());
@@ -126,7 +134,7 @@ class KueueIT extends OwnOperators {
     void bothKindsWaitWithKueuesReasonAndAPreemptedOrDeactivatedJobGivesItsQuotaBackCountingNothing() throws Exception {
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kueue-quota");
-            kueue.queues(cluster.namespace, "1");
+            kueue().queues(cluster.namespace, "1");
             cluster.submitPyTorchJob(pytorchJob("first", "low", 2, "250m"));
             cluster.awaitPodNames("first-master-0", "first-worker-0", "first-worker-1");
             cluster.runAll();
@@ -177,7 +185,7 @@ class KueueIT extends OwnOperators {
     void aJobWhosePodsNeverGetReadyIsEvictedAndRequeuedAsWaitForPodsReadySaysCountingNothing() throws Exception {
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kueue-ready");
-            kueue.queues(cluster.namespace, "4");
+            kueue().queues(cluster.namespace, "4");
             // Its workers ask for a node that does not exist: admitted, they never run.
             cluster.submitPyTorchJob(pytorchJob("stuck", "low", 1, "250m", "kubernetes.io/hostname: nowhere"));
             cluster.awaitPodNames("stuck-master-0", "stuck-worker-0");
@@ -206,7 +214,7 @@ class KueueIT extends OwnOperators {
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kueue-delete");
             String ns = cluster.namespace;
-            kueue.queues(ns, "1");
+            kueue().queues(ns, "1");
             Kubectl kubectl = install.cluster.kubectl();
             for (int round = 0; round < 3; round++) {
                 String running = "running-" + round;
@@ -256,7 +264,7 @@ class KueueIT extends OwnOperators {
     void aQueuedAndThenAdmittedJobSurvivesOperatorRestartsWithOneWorkloadAndItsPodsKept() throws Exception {
         OperatorHarness cluster = install.harness("kueue-restart");
         String ns = cluster.namespace;
-        kueue.queues(ns, "1");
+        kueue().queues(ns, "1");
         try (OperatorProcess first = install.newOperator(Map.of(), true)) {
             cluster.submit(t9kJob("blocker", "low", 2, "250m"));
             cluster.awaitPodNames("blocker-master-0", "blocker-worker-0", "blocker-worker-1");
@@ -302,7 +310,7 @@ class KueueIT extends OwnOperators {
     void aGroupRestartOfAnAdmittedJobKeepsItsAdmission() throws Exception {
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kueue-group");
-            kueue.queues(cluster.namespace, "4");
+            kueue().queues(cluster.namespace, "4");
             cluster.submit(t9kJob("g", "low", 2, "250m"));
             cluster.awaitPodNames("g-master-0", "g-worker-0", "g-worker-1");
             cluster.runAll();
@@ -317,8 +325,7 @@ class KueueIT extends OwnOperators {
             cluster.awaitEvent("JobRestarting", "pod g-worker-1 (container pytorch) exited with code 137 (OOMKilled)");
             await().atMost(WAIT).until(() -> uids(cluster, "g-").size() == 3 && java.util.Collections.disjoint(before, uids(cluster, "g-")));
             cluster.runAll();
-            // Ready again after it fell for the restart: the True seen before the restart does not count. Its reason is
-            // Recovered, except when one pass sees the new pods ready before the fall is in its cache (then Started).
+            // Ready again after it fell for the restart: the True seen before the restart does not count.
             await().atMost(WAIT).untilAsserted(() -> {
                 Map<String, Object> ready = condition(workloadOf(cluster, "g"), "PodsReady");
                 assertTrue("True".equals(ready.get("status")) && !java.time.Instant.parse((String) ready.get("lastTransitionTime")).isBefore(killed),
@@ -326,6 +333,15 @@ class KueueIT extends OwnOperators {
                                 + p.getStatus().getPhase() + " " + p.getStatus().getConditions()).toList());
             });
             System.out.println("[kueue] PodsReady after the group restart: " + condition(workloadOf(cluster, "g"), "PodsReady"));
+            // What the operator told Kueue, in order: it fell once for the restart and rose once as Recovered, as
+            // Kueue's own integrations say it, and stayed so (no Started again on a later pass).
+            List<String> told = OperatorWrites.read(install.cluster).which(w -> cluster.namespace.equals(w.namespace())
+                    && "workloads/status".equals(w.resource()) && w.code() == 200).stream()
+                    .map(w -> podsReadyIn(w.body())).filter(Objects::nonNull).toList();
+            int fell = told.lastIndexOf("True Started") + 1;
+            assertEquals(List.of("False WaitForRecovery", "True Recovered"), told.subList(fell, told.size()),
+                    "PodsReady as written since it was first True: " + told);
+            assertEquals("Recovered", condition(workloadOf(cluster, "g"), "PodsReady").get("reason"));
 
             GenericKubernetesResource workload = workloadOf(cluster, "g");
             assertEquals("True", condition(workload, "Admitted").get("status"), KueueStandIn.status(workload).toString());
@@ -373,10 +389,10 @@ class KueueIT extends OwnOperators {
     @Test
     @Order(100)
     void withKueuesOwnPyTorchJobIntegrationKueueQueuesThePyTorchJobAndTheOperatorRunsItWhenUnsuspended() throws Exception {
-        kueue.restartWithItsOwnPyTorchJobIntegration();
+        kueue().restartWithItsOwnPyTorchJobIntegration();
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             OperatorHarness cluster = install.harness("kueue-own");
-            kueue.queues(cluster.namespace, "4");
+            kueue().queues(cluster.namespace, "4");
             cluster.submitPyTorchJob(pytorchJob("kf", "low", 2, "100m"));
             PyTorchJob submitted = cluster.pytorchJob("kf");
             assertEquals(Boolean.TRUE, submitted.getSpec().runPolicy.suspend, "Kueue's webhook suspends the new job");
@@ -407,6 +423,18 @@ class KueueIT extends OwnOperators {
     static Map<String, Object> condition(GenericKubernetesResource workload, String type) {
         Map<String, Object> condition = workload == null ? null : KueueStandIn.condition(KueueStandIn.status(workload), type);
         return condition == null ? Map.of() : condition;
+    }
+
+    /** "status reason" of the PodsReady condition in a Workload status the operator wrote, or null. */
+    @SuppressWarnings("unchecked")
+    static String podsReadyIn(Map<String, Object> workload) {
+        Object status = workload.get("status");
+        Object conditions = status instanceof Map<?, ?> m ? m.get("conditions") : null;
+        if (!(conditions instanceof List<?> list)) {
+            return null;
+        }
+        return list.stream().map(c -> (Map<String, Object>) c).filter(c -> "PodsReady".equals(c.get("type")))
+                .map(c -> c.get("status") + " " + c.get("reason")).findFirst().orElse(null);
     }
 
     @SuppressWarnings("unchecked")
