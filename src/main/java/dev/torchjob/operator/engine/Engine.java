@@ -237,7 +237,7 @@ public final class Engine {
         /**
          * The replicas whose pods cannot start, and why: said once per pod and cause, counted as nothing;
          * they start by themselves once the cause is fixed (only the deadline, or the queue's own
-         * waitForPodsReady, ends the wait).
+         * waitForPodsReady, ends the wait). A replica whose old pod outstays its deletion cannot start either.
          */
         private List<StartBlocker> cannotStart(JobTopology topology) {
             List<StartBlocker> blocked = new ArrayList<>();
@@ -245,14 +245,21 @@ public final class Engine {
             Optional<Instant> gangUnschedulableCountsFrom = gang.unschedulableCountsFrom(members, members.size() == topology.slots().size(), now);
             for (ReplicaSlot slot : topology.slots()) {
                 Pod pod = pods.get(slot.podName());
-                if (pod == null || ledger.isCounted(pod)) {
+                if (pod == null || (ledger.isCounted(pod) && !Pods.isTerminating(pod))) {
                     continue;
                 }
                 ReplicaState before = previous.replica(slot.podName());
                 String uid = uidOf(pod);
                 StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
-                Optional<StartBlocker> blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
-                StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
+                Optional<StartBlocker> blocker;
+                if (Pods.isTerminating(pod)) {
+                    // Its new pod waits for it: said if it outstays its grace period (a lost node, a finalizer).
+                    blocker = StartBlocker.overdueTermination(pod, now);
+                    StartBlocker.terminationOverdueAt(pod).filter(now::isBefore).ifPresent(out::recheckAt);
+                } else {
+                    blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
+                    StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
+                }
                 if (blocker.isPresent() && blocker.get().reason().equals(StartBlocker.UNSCHEDULABLE) && gangUnschedulableCountsFrom.isPresent()
                         && (known == null || !known.reason().equals(StartBlocker.UNSCHEDULABLE))) {
                     // The gang scheduler's word while the group is still being made: see Gang.

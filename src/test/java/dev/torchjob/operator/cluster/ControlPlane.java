@@ -1,5 +1,7 @@
 package dev.torchjob.operator.cluster;
 
+import static org.awaitility.Awaitility.await;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -45,6 +47,8 @@ public final class ControlPlane {
     /** Nodes kwok plays; enough pod slots for the benchmark (8 x 4000: its raw pods and the operator's). */
     public static final int NODES = 8;
     static final String NODE_ANNOTATION = "test.torchjob.dev/kwok-node";
+    /** On a pod: kwok's stages leave it alone, as a kubelet that is gone would (src/test/resources/control-plane/kwok-stages.yaml). */
+    static final String KUBELET_GONE = "test.torchjob.dev/kubelet-gone";
     private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
     private static ControlPlane instance;
 
@@ -338,15 +342,7 @@ public final class ControlPlane {
 
     private void createNodes() {
         for (int i = 0; i < NODES; i++) {
-            String name = "kwok-node-" + i;
-            admin.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
-                    .addToAnnotations(NODE_ANNOTATION, "true")
-                    .addToLabels("kubernetes.io/hostname", name).addToLabels("type", "kwok")
-                    .endMetadata().build()).serverSideApply();
-            // The TaintNodesByCondition admission plugin marks a new node not-ready; the node lifecycle
-            // controller (not run here: it would evict pods of nodes without a kubelet heartbeat) lifts it.
-            // A merge patch: kwok may be writing the node's status at the same time.
-            admin.nodes().withName(name).patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"taints\":null}}");
+            createNode("kwok-node-" + i, "kwok", null);
         }
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         while (admin.nodes().withLabel("type", "kwok").list().getItems().stream()
@@ -358,6 +354,51 @@ public final class ControlPlane {
             }
             sleep(200);
         }
+    }
+
+    /**
+     * A kwok node of its own, tainted {@code taint:NoSchedule} so that only pods tolerating it go there (no other
+     * test's), Ready when this returns: a node whose kubelet a test can take away ({@link #kubeletGone}).
+     */
+    public void nodeApart(String name, String taint) {
+        createNode(name, "kwok-apart", taint);
+        await().atMost(START_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
+            var node = admin.nodes().withName(name).get();
+            return node.getStatus() != null && node.getStatus().getConditions() != null
+                    && node.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+        });
+    }
+
+    /**
+     * kwok stops playing the kubelet of the pods now on this node, as when a node goes down or is cut off: they
+     * stay as they were, and a deletion of one is never confirmed, so the API server keeps it terminating. (kwok
+     * is told per pod, by the annotation {@value #KUBELET_GONE} its stages read: a pod bound to the node later runs.)
+     */
+    public void kubeletGone(String node) {
+        podsOn(node).forEach(pod -> admin.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName())
+                .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"metadata\":{\"annotations\":{\"" + KUBELET_GONE + "\":\"true\"}}}"));
+    }
+
+    /** kwok plays the kubelet of the node's pods again: it finishes what happened meanwhile (a deletion). */
+    public void kubeletBack(String node) {
+        podsOn(node).forEach(pod -> admin.pods().inNamespace(pod.getMetadata().getNamespace()).withName(pod.getMetadata().getName())
+                .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"metadata\":{\"annotations\":{\"" + KUBELET_GONE + "\":null}}}"));
+    }
+
+    private List<io.fabric8.kubernetes.api.model.Pod> podsOn(String node) {
+        return admin.pods().inAnyNamespace().withField("spec.nodeName", node).list().getItems();
+    }
+
+    private void createNode(String name, String type, String taint) {
+        admin.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
+                .addToAnnotations(NODE_ANNOTATION, "true")
+                .addToLabels("kubernetes.io/hostname", name).addToLabels("type", type)
+                .endMetadata().build()).serverSideApply();
+        // The TaintNodesByCondition admission plugin marks a new node not-ready; the node lifecycle
+        // controller (not run here: it would evict pods of nodes without a kubelet heartbeat) lifts it.
+        // A merge patch: kwok may be writing the node's status at the same time.
+        String taints = taint == null ? "null" : "[{\"key\":\"" + taint + "\",\"effect\":\"NoSchedule\"}]";
+        admin.nodes().withName(name).patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"taints\":" + taints + "}}");
     }
 
     /** Stops one process this control plane started (SIGTERM, then SIGKILL after 10 s); nothing if it is not running. */
@@ -384,6 +425,15 @@ public final class ControlPlane {
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         processes.put(name, process);
         commands.put(name, command);
+    }
+
+    /** The process id of a process started here. */
+    synchronized long pid(String name) {
+        Process process = processes.get(name);
+        if (process == null || !process.isAlive()) {
+            throw new IllegalStateException(name + " is not running");
+        }
+        return process.pid();
     }
 
     /**

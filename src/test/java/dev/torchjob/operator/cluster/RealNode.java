@@ -433,6 +433,23 @@ public final class RealNode implements AutoCloseable {
         };
     }
 
+    /**
+     * The node's kubelet stops (SIGSTOP) until the returned handle is closed (SIGCONT), as a node cut off from the
+     * API server: its containers run on, nothing about them is reported, and no deletion of its pods is confirmed.
+     */
+    public AutoCloseable kubeletCutOff() throws IOException, InterruptedException {
+        long pid = cluster.pid("kubelet");
+        signal(pid, "STOP");
+        return () -> signal(pid, "CONT");
+    }
+
+    private static void signal(long pid, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(pid)).redirectErrorStream(true).start();
+        if (kill.waitFor() != 0) {
+            throw new IllegalStateException("kill -" + signal + " " + pid + ": " + new String(kill.getInputStream().readAllBytes()));
+        }
+    }
+
     private List<String> kwokNodes() {
         return cluster.admin().nodes().withLabel("type", "kwok").list().getItems().stream().map(n -> n.getMetadata().getName()).toList();
     }

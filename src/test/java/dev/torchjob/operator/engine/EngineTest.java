@@ -68,6 +68,8 @@ class EngineTest {
         final Map<String, Pod> pods = new LinkedHashMap<>();
         /** Warning events of pods slow to start, by pod UID, as the shell would look them up. */
         Map<String, List<StartBlocker.PodWarning>> warnings = Map.of();
+        /** Pods the API server keeps when they are deleted (their node is lost, a finalizer holds them): they go on terminating. */
+        final java.util.Set<String> lingering = new java.util.HashSet<>();
         int uids;
 
         Run(int workers, int backoffLimit) {
@@ -125,7 +127,16 @@ class EngineTest {
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
                     PodGroupState.NOT_NEEDED, now, unseen, queue, warnings), WORDING, backoff);
             state = decision.state();
-            decision.podsToDelete().forEach(d -> pods.remove(d.name()));
+            for (Plan.PodDeletion deletion : decision.podsToDelete()) {
+                Pod pod = pods.get(deletion.name());
+                if (!lingering.contains(deletion.name())) {
+                    pods.remove(deletion.name());
+                } else if (pod.getMetadata().getDeletionTimestamp() == null) {
+                    long grace = deletion.gracePeriodSeconds() == null ? 30 : deletion.gracePeriodSeconds();
+                    pod.getMetadata().setDeletionTimestamp(now.plusSeconds(grace).toString());
+                    pod.getMetadata().setDeletionGracePeriodSeconds(grace);
+                }
+            }
             for (Decision.PodRequest request : decision.podsToCreate()) {
                 String name = request.slot().podName();
                 created.put(name, "uid-" + (uids + 1));

@@ -195,6 +195,81 @@ class StartBlockerTest {
         assertEquals(1, again.state().backoffCount(), "its wait counts nothing");
     }
 
+    /**
+     * A rank's node is lost mid-training: its peers fail, the group restarts, and the lost rank's pod is never gone
+     * (its kubelet cannot confirm the end). The replica's new pod waits for it; once it outstays its grace period
+     * by a minute the job says so, once, with what to do, and counts nothing more; when it is gone the group starts.
+     */
+    @Test
+    void anOldPodThatOutstaysItsGracePeriodHoldsItsReplicaSaidOnceWithWhatToDo() {
+        Run run = new Run(2, 3);
+        run.pass();
+        run.pods.values().forEach(PodFates::running);
+        run.pods.get("j-worker-1").getSpec().setNodeName("node-7");
+        run.lingering.add("j-worker-1");
+        run.fail("j-worker-0", 137);
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        Instant graceEnds = Instant.parse(run.pods.get("j-worker-1").getMetadata().getDeletionTimestamp());
+        assertEquals(Optional.of(Duration.ofSeconds(5)), Optional.of(Duration.between(run.now, graceEnds)), "the survivor's short grace");
+        run.pods.keySet().retainAll(java.util.Set.of("j-worker-1"));
+
+        run.now = run.now.plusSeconds(10);
+        Decision waiting = run.pass();
+        assertEquals(List.of(), ((Situation.Active) waiting.situation()).cannotStart(), "within a minute of its grace period: normal");
+        assertEquals(List.of(), waiting.podsToCreate(), "the new group waits for the old one to be gone");
+        assertEquals(Optional.of(Duration.between(run.now, graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER))), waiting.recheckAfter(),
+                "looked at again when it is overdue: nothing else would say so");
+
+        run.now = graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER);
+        Decision overdue = run.pass();
+        StartBlocker held = ((Situation.Active) overdue.situation()).cannotStart().get(0);
+        assertEquals(StartBlocker.TERMINATING, held.reason());
+        assertEquals("pod j-worker-1 is still terminating, its grace period ended at " + graceEnds + ": node node-7 has not confirmed "
+                + "that it stopped (a node that is down or cut off never will: once you know it is, `kubectl delete pod j-worker-1 "
+                + "--force --grace-period=0`, or the taint node.kubernetes.io/out-of-service on the node, lets the replica start anew); "
+                + "its replica's new pod waits for it to be gone", held.message());
+        assertEquals(List.of("ReplicaCannotStart"), reasons(overdue));
+        assertEquals(1, overdue.state().backoffCount(), "nothing more counted");
+        assertEquals(List.of(), overdue.podsToCreate());
+        assertEquals(List.of(), overdue.podsToDelete(), "never forced: only a person can know the old rank stopped");
+        assertEquals(StartBlocker.TERMINATING, overdue.state().replica("j-worker-1").cannotStart().reason());
+
+        run.now = run.now.plus(Duration.ofMinutes(30));
+        Decision later = run.pass();
+        assertEquals(List.of(held), ((Situation.Active) later.situation()).cannotStart(), "still said in the status");
+        assertEquals(List.of(), reasons(later), "said once");
+
+        run.pods.remove("j-worker-1"); // force-deleted by the user
+        Decision anew = run.pass();
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), anew.podsToCreate().stream().map(r -> r.slot().podName()).toList());
+        assertEquals(List.of(), ((Situation.Active) anew.situation()).cannotStart());
+        assertEquals(1, anew.state().backoffCount(), "one fault, one restart");
+        assertNull(anew.state().replica("j-worker-1").cannotStart());
+    }
+
+    @Test
+    void anOldPodHeldByAFinalizerNamesItAndAReplicaRestartedOnItsOwnWaitsLikewise() {
+        Run run = new Run(1, 3).perReplica();
+        run.pass();
+        run.pods.values().forEach(PodFates::running);
+        run.pods.get("j-worker-0").getMetadata().setFinalizers(List.of("storage.example.com/flush"));
+        run.lingering.add("j-worker-0");
+        run.fail("j-worker-0", 137);
+        run.pass();
+        Instant graceEnds = Instant.parse(run.pods.get("j-worker-0").getMetadata().getDeletionTimestamp());
+        run.now = graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER).plusSeconds(1);
+        Decision overdue = run.pass();
+        List<StartBlocker> held = ((Situation.Active) overdue.situation()).cannotStart();
+        assertEquals(1, held.size(), held.toString());
+        assertEquals("pod j-worker-0 is still terminating, its grace period ended at " + graceEnds + ": its finalizers "
+                + "(storage.example.com/flush) are still on it: what added them must remove them; its replica's new pod waits for it "
+                + "to be gone", held.get(0).message());
+        assertEquals(1, overdue.state().backoffCount());
+        assertEquals(List.of(), overdue.podsToCreate());
+        assertFalse(overdue.podsToDelete().stream().anyMatch(d -> d.name().equals("j-master-0")), "the master trains on");
+    }
+
     private static List<String> reasons(Decision decision) {
         return decision.events().stream().map(JobEvent::reason).toList();
     }

@@ -256,6 +256,74 @@ class JobLifecycleIT extends OnTheSharedOperator {
                 .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
     }
 
+    /**
+     * A rank's node is lost (kwok stops playing its kubelet) and another rank's fault restarts the group: the lost
+     * rank's pod is never gone, so its replica's new pod cannot be created. A minute after its grace period the job
+     * says so, naming the node and what to do (Running condition, the replica's cannotStart, one event), and counts
+     * nothing more; the pod force-deleted with the real kubectl as it says, the group starts anew and succeeds.
+     */
+    @Test
+    void aRankOnALostNodeHoldsItsGroupsRestartAndTheJobSaysWhatToDo() {
+        install.cluster.nodeApart("kwok-lost-0", "test.torchjob.dev/lost");
+        OperatorHarness cluster = install.harness("lost-node");
+        cluster.submit("""
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: j}
+                spec:
+                  runPolicy: {backoffLimit: 2}
+                  replicaSpecs:
+                  - type: master
+                    restartPolicy: OnFailure
+                    template: {spec: {containers: [{name: pytorch, image: torch, command: [python, train.py]}]}}
+                  - type: worker
+                    restartPolicy: OnFailure
+                    template:
+                      spec:
+                        nodeSelector: {kubernetes.io/hostname: kwok-lost-0}
+                        tolerations: [{key: test.torchjob.dev/lost, operator: Exists, effect: NoSchedule}]
+                        containers: [{name: pytorch, image: torch, command: [python, train.py]}]
+                """);
+        cluster.awaitPodNames("j-master-0", "j-worker-0");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        String lostUid = cluster.pod("j-worker-0").getMetadata().getUid();
+        try {
+            install.cluster.kubeletGone("kwok-lost-0");
+            cluster.kubelet.oomKill("j-master-0");
+            cluster.awaitEvent("JobRestarting", "pod j-master-0 (container pytorch) exited with code 137 (OOMKilled)");
+            await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
+                    .until(() -> "Terminating".equals(cluster.condition("j", JobCondition.RUNNING).reason));
+            JobCondition running = cluster.condition("j", JobCondition.RUNNING);
+            assertEquals("False", running.status);
+            assertTrue(running.message.startsWith("pod j-worker-0 is still terminating, its grace period ended at "), running.message);
+            assertTrue(running.message.contains("node kwok-lost-0 has not confirmed that it stopped")
+                    && running.message.contains("`kubectl delete pod j-worker-0 --force --grace-period=0`"), running.message);
+            PyTorchTrainingJob held = cluster.job("j");
+            assertEquals("Terminating", held.getStatus().tasks.get(1).replicas.get(0).cannotStart.reason);
+            assertEquals(1, held.getStatus().backoffCount, "nothing counted for the wait");
+            assertEquals(List.of(lostUid), cluster.pods().stream().map(p -> p.getMetadata().getUid()).toList(),
+                    "the new group waits for the old one to be gone");
+            cluster.awaitEvent("ReplicaCannotStart", "pod j-worker-0 is still terminating");
+
+            kubectl.run("delete", "pod", "j-worker-0", "-n", cluster.namespace, "--force", "--grace-period=0").orFail();
+            install.cluster.kubeletBack("kwok-lost-0");
+            cluster.awaitNewPod("j-worker-0", lostUid);
+            cluster.awaitPodNames("j-master-0", "j-worker-0");
+            cluster.runAll();
+            PyTorchTrainingJob again = cluster.awaitJob("j", j -> j.getStatus().phase == JobPhase.Running
+                    && !"Terminating".equals(cluster.condition("j", JobCondition.RUNNING).reason));
+            assertEquals(null, again.getStatus().tasks.get(1).replicas.get(0).cannotStart);
+            cluster.kubelet.exit("j-master-0", 0);
+            PyTorchTrainingJob done = cluster.awaitPhase("j", JobPhase.Succeeded);
+            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+            assertEquals(1, cluster.events().stream().filter(e -> "ReplicaCannotStart".equals(e.getReason())).count(), "said once");
+        } finally {
+            install.cluster.kubeletBack("kwok-lost-0");
+        }
+        admin.namespaces().withName(cluster.namespace).delete();
+    }
+
     static boolean isTrue(PyTorchTrainingJob job, String type) {
         return job.getStatus() != null && job.getStatus().conditions.stream().anyMatch(c -> type.equals(c.type) && c.isTrue());
     }

@@ -198,6 +198,43 @@ class RealNodeFaultsIT {
                 .noneMatch(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
     }
 
+    /**
+     * The node's kubelet is cut off mid-training (stopped), a rank is killed there and its pod deleted with kubectl:
+     * the group's restart deletes every pod, and no kubelet confirms any of them gone, so the new group cannot be
+     * made. A minute after their grace period the job says so of each replica, naming the node and what to do, and
+     * counts nothing more; the kubelet back, it reports the old ranks' ends (part of the incident, not counted again)
+     * and removes them, and the new group resumes from the checkpoint and succeeds.
+     */
+    @Test
+    void aGroupRestartHeldByAKubeletCutOffIsSaidAndGoesOnOnceItIsBack() throws Exception {
+        String ns = install.namespace("cut-off");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "c", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+        awaitLogged(ns, "c-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        try (AutoCloseable cutOff = node.kubeletCutOff()) {
+            // The rank crashes (its peer then fails in its collective), nothing reports it, and someone deletes its pod.
+            killFromTheMachine(ns, "c-worker-0");
+            kubectl.run("delete", "pod", "c-worker-0", "-n", ns, "--wait=false", "--grace-period=5").orFail();
+            // The worker's grace period ends first (kubectl's delete), the master's a moment later (the restart's).
+            await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofSeconds(1)).until(() -> "Terminating".equals(running(ns, "c").reason)
+                    && running(ns, "c").message.contains("pod c-master-0 is still terminating, its grace period ended at ")
+                    && running(ns, "c").message.contains("pod c-worker-0 is still terminating, its grace period ended at "));
+            String message = running(ns, "c").message;
+            assertTrue(message.contains("node " + RealNode.NAME + " has not confirmed that it stopped"), message);
+            assertEquals(before, podUids(ns), "the old group is still there; no new pod");
+            assertEquals(1, RealNodeJobs.t9k(ns, "c").getStatus().backoffCount, "nothing counted for the wait");
+        }
+        PyTorchTrainingJob done = awaitT9k(ns, "c", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        assertOneRestartResumed(ns, "c", "pod c-worker-0 was deleted", before);
+        assertEquals(2, events(ns, "ReplicaCannotStart").size(), "said once of each held replica: " + events(ns, null));
+    }
+
+    static dev.torchjob.operator.api.JobCondition running(String ns, String job) {
+        return RealNodeJobs.t9k(ns, job).getStatus().conditions.stream().filter(c -> "Running".equals(c.type)).findFirst().orElseThrow();
+    }
+
     @Test
     void aRankWhoseCodeRaisesMidTrainingFailsTheJobNamingThatRank() {
         String ns = install.namespace("raises");
