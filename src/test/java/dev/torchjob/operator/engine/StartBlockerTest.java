@@ -211,7 +211,7 @@ class StartBlockerTest {
         Decision restart = run.pass();
         assertEquals(1, restart.state().backoffCount());
         Instant graceEnds = Instant.parse(run.pods.get("j-worker-1").getMetadata().getDeletionTimestamp());
-        assertEquals(Optional.of(Duration.ofSeconds(5)), Optional.of(Duration.between(run.now, graceEnds)), "the survivor's short grace");
+        assertEquals(Duration.ofSeconds(5), Duration.between(run.now, graceEnds), "the survivor's short grace");
         run.pods.keySet().retainAll(java.util.Set.of("j-worker-1"));
 
         run.now = run.now.plusSeconds(10);
