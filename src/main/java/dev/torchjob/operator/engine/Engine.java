@@ -255,7 +255,7 @@ public final class Engine {
                 if (Pods.isTerminating(pod)) {
                     // Its new pod waits for it: said if it outstays its grace period (a lost node, a finalizer).
                     blocker = StartBlocker.overdueTermination(pod, now);
-                    StartBlocker.terminationOverdueAt(pod).filter(now::isBefore).ifPresent(out::recheckAt);
+                    LingeringPod.overdueAt(pod).filter(now::isBefore).ifPresent(out::recheckAt);
                 } else {
                     blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
                     StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
@@ -341,7 +341,7 @@ public final class Engine {
             if (allGone && previous.pause() != Pause.PAUSED) {
                 out.events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
             }
-            return decided(new Situation.Pausing(pods.size()));
+            return decided(new Situation.Pausing(pods.size(), LingeringPod.saidOf(pods.values(), now, out)));
         }
 
         private List<ReplicaGroupState> forgettingPods(JobTopology topology) {
@@ -381,8 +381,10 @@ public final class Engine {
                 out.recheckAt(now.plus(ADMISSION_RECHECK));
             } else {
                 QueueAdmission.Evicted evicted = (QueueAdmission.Evicted) queue;
+                List<String> lingering = LingeringPod.saidOf(pods.values(), now, out);
                 situation = new Situation.Queued(evicted.queue(), Situation.Queued.EVICTED, "Evicted by Kueue (" + evicted.reason() + "): "
-                        + evicted.message() + (pods.isEmpty() ? "" : "; deleting " + pods.size() + " pod(s), none counted as a failure"),
+                        + evicted.message() + (pods.isEmpty() ? "" : "; deleting " + pods.size() + " pod(s), none counted as a failure")
+                        + (lingering.isEmpty() ? "" : "; " + String.join("; ", lingering) + "; Kueue keeps the quota until they are gone"),
                         pods.size());
             }
             if (!previous.queued()) {

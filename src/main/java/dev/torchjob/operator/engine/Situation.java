@@ -26,10 +26,22 @@ public sealed interface Situation {
         }
     }
 
-    /** Pausing: {@code podsLeft} pods still to go; paused when none is left. */
-    record Pausing(int podsLeft) implements Situation {
+    /**
+     * Pausing: {@code podsLeft} pods still to go; paused when none is left. {@code lingering}: what holds those
+     * still there long after their grace period (a lost node, a finalizer), one clause each.
+     */
+    record Pausing(int podsLeft, List<String> lingering) implements Situation {
+        public Pausing(int podsLeft) {
+            this(podsLeft, List.of());
+        }
+
         public boolean paused() {
             return podsLeft == 0;
+        }
+
+        /** What holds the pods that linger, as a sentence ending in {@code completes} "once they are gone" (leading space), or "". */
+        public String lingeringSaid(String completes) {
+            return lingering.isEmpty() ? "" : " " + String.join("; ", lingering) + "; " + completes + " once they are gone.";
         }
     }
 

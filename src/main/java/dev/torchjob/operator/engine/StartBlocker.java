@@ -33,13 +33,6 @@ public record StartBlocker(String reason, String message) {
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */
     public static final Duration LOOK_AT_WARNINGS_EVERY = Duration.ofSeconds(60);
-    /**
-     * A deleted pod the API server still holds this long after its grace period ended is not going soon: its
-     * kubelet has not confirmed the end (a node that is down or cut off never will) or a finalizer holds it. A
-     * kubelet that began the stop with a longer grace period keeps it (when a shorter delete followed), so
-     * this covers the default 30 s.
-     */
-    public static final Duration TERMINATION_OVERDUE_AFTER = Duration.ofSeconds(60);
     /** The reason of a replica held by its old pod, as {@code kubectl get pods} shows that pod. */
     public static final String TERMINATING = "Terminating";
     /** A warning older than this no longer tells why: the kubelet repeats a failed mount at least every ~2 minutes. */
@@ -86,43 +79,11 @@ public record StartBlocker(String reason, String message) {
     }
 
     /**
-     * A replica's pod that was deleted and is still there {@link #TERMINATION_OVERDUE_AFTER} after its grace period
-     * ended: the replica's new pod (of the same name) cannot be created until it is gone. Said with what holds it
-     * and what a user can do; never acted on, since only a person can know the old process stopped (a node cut
-     * off from the API server may still run it, and two copies of a rank must not write one checkpoint).
+     * A replica whose old pod was deleted and is still there well after its grace period ({@link LingeringPod}):
+     * its new pod, of the same name, cannot be created until the old one is gone.
      */
     static Optional<StartBlocker> overdueTermination(Pod pod, Instant now) {
-        Optional<Instant> overdue = terminationOverdueAt(pod);
-        if (overdue.isEmpty() || now.isBefore(overdue.get())) {
-            return Optional.empty();
-        }
-        String name = pod.getMetadata().getName();
-        String ended = pod.getMetadata().getDeletionTimestamp();
-        List<String> finalizers = pod.getMetadata().getFinalizers();
-        String why;
-        if (finalizers != null && !finalizers.isEmpty()) {
-            why = "its finalizers (" + String.join(", ", finalizers) + ") are still on it: what added them must remove them";
-        } else {
-            String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
-            why = (node == null ? "its kubelet" : "node " + node) + " has not confirmed that it stopped (a node that is down or cut "
-                    + "off never will: once you know it is, `kubectl delete pod " + name + " --force --grace-period=0`, or the taint "
-                    + "node.kubernetes.io/out-of-service on the node, lets the replica start anew)";
-        }
-        return Optional.of(new StartBlocker(TERMINATING, "pod " + name + " is still terminating, its grace period ended at " + ended
-                + ": " + why + "; its replica's new pod waits for it to be gone"));
-    }
-
-    /** When a deleted pod that is still there is overdue (its grace period's end, plus {@link #TERMINATION_OVERDUE_AFTER}). */
-    static Optional<Instant> terminationOverdueAt(Pod pod) {
-        String deletion = pod.getMetadata().getDeletionTimestamp();
-        if (deletion == null) {
-            return Optional.empty();
-        }
-        try {
-            return Optional.of(Instant.parse(deletion).plus(TERMINATION_OVERDUE_AFTER));
-        } catch (java.time.format.DateTimeParseException e) {
-            return Optional.empty();
-        }
+        return LingeringPod.said(pod, now).map(said -> new StartBlocker(TERMINATING, said + "; its replica's new pod waits for it to be gone"));
     }
 
     /**

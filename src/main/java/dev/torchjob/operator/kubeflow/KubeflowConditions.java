@@ -66,8 +66,8 @@ public final class KubeflowConditions {
             } else if (decision.state().running()) {
                 next.set(RUNNING, true, "PyTorchJobRunning", "PyTorchJob " + (hasMaster ? job : qualified) + " is running.");
             }
-        } else if (situation instanceof Situation.Pausing) {
-            String message = "PyTorchJob " + job + " is suspended.";
+        } else if (situation instanceof Situation.Pausing pausing) {
+            String message = "PyTorchJob " + job + " is suspended." + pausing.lingeringSaid("the suspension is complete");
             if (next.find(RUNNING) != null) {
                 next.set(RUNNING, false, "PyTorchJobSuspended", message);
             }

@@ -45,7 +45,7 @@ final class T9kConditions {
                     .set(JobCondition.COMPLETED, false, "Active", NOT_FINISHED)
                     .set(JobCondition.FAILED, false, "Active", NOT_FAILED);
         } else if (situation instanceof Situation.Pausing pausing) {
-            String message = pausing.paused() ? wording.paused() : wording.pausing(pausing.podsLeft());
+            String message = pausing.paused() ? wording.paused() : wording.pausing(pausing.podsLeft()) + pausing.lingeringSaid("the job is paused");
             conditions.set(JobCondition.INITIALIZED, state.initialized(), state.initialized() ? "PodsCreated" : "Paused",
                             state.initialized() ? CREATED : "The job was created paused.")
                     .set(JobCondition.RUNNING, false, "Paused", message)

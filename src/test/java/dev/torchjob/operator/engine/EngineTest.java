@@ -88,6 +88,12 @@ class EngineTest {
             return this;
         }
 
+        /** The job's run mode changes (a pause asked for, or lifted). */
+        void runMode(RunMode mode) {
+            job = new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(), job.runPolicy(), mode,
+                    job.successRule(), job.retryableExitCodes(), job.elastic(), job.problem());
+        }
+
         static TrainingJob job(int workers, int backoffLimit) {
             return new TrainingJob("j", "ns", "job-uid", 1L,
                     List.of(new ReplicaGroup("master", 1, RestartPolicy.OnFailure), new ReplicaGroup("worker", workers, RestartPolicy.OnFailure)),

@@ -135,12 +135,12 @@ class QueueGateTest {
         Run run = new Run(1, 3);
         run.queue = ADMITTED;
         run.pass();
-        run.job = withRunMode(run.job, RunMode.PAUSE);
+        run.runMode(RunMode.PAUSE);
         Decision pausing = run.pass();
         assertEquals(DeletionReason.PAUSE, pausing.podsToDelete().get(0).reason());
         run.pass();
         assertEquals(Pause.PAUSED, run.state.pause());
-        run.job = withRunMode(run.job, RunMode.TRAIN);
+        run.runMode(RunMode.TRAIN);
         run.queue = WAITING;
         Decision resumed = run.pass();
         assertTrue(resumed.resumed());
@@ -165,10 +165,5 @@ class QueueGateTest {
         Decision decision = run.pass();
         assertEquals(2, decision.podsToCreate().size());
         assertTrue(!decision.state().queued());
-    }
-
-    private static TrainingJob withRunMode(TrainingJob job, RunMode mode) {
-        return new TrainingJob(job.name(), job.namespace(), job.uid(), job.generation(), job.groups(), job.runPolicy(), mode,
-                job.successRule(), job.retryableExitCodes(), job.elastic(), job.problem());
     }
 }

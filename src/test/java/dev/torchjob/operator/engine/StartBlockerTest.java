@@ -218,16 +218,16 @@ class StartBlockerTest {
         Decision waiting = run.pass();
         assertEquals(List.of(), ((Situation.Active) waiting.situation()).cannotStart(), "within a minute of its grace period: normal");
         assertEquals(List.of(), waiting.podsToCreate(), "the new group waits for the old one to be gone");
-        assertEquals(Optional.of(Duration.between(run.now, graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER))), waiting.recheckAfter(),
+        assertEquals(Optional.of(Duration.between(run.now, graceEnds.plus(LingeringPod.OVERDUE_AFTER))), waiting.recheckAfter(),
                 "looked at again when it is overdue: nothing else would say so");
 
-        run.now = graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER);
+        run.now = graceEnds.plus(LingeringPod.OVERDUE_AFTER);
         Decision overdue = run.pass();
         StartBlocker held = ((Situation.Active) overdue.situation()).cannotStart().get(0);
         assertEquals(StartBlocker.TERMINATING, held.reason());
         assertEquals("pod j-worker-1 is still terminating, its grace period ended at " + graceEnds + ": node node-7 has not confirmed "
                 + "that it stopped (a node that is down or cut off never will: once you know it is, `kubectl delete pod j-worker-1 "
-                + "--force --grace-period=0`, or the taint node.kubernetes.io/out-of-service on the node, lets the replica start anew); "
+                + "--force --grace-period=0`, or the taint node.kubernetes.io/out-of-service on the node, lets it go); "
                 + "its replica's new pod waits for it to be gone", held.message());
         assertEquals(List.of("ReplicaCannotStart"), reasons(overdue));
         assertEquals(1, overdue.state().backoffCount(), "nothing more counted");
@@ -258,7 +258,7 @@ class StartBlockerTest {
         run.fail("j-worker-0", 137);
         run.pass();
         Instant graceEnds = Instant.parse(run.pods.get("j-worker-0").getMetadata().getDeletionTimestamp());
-        run.now = graceEnds.plus(StartBlocker.TERMINATION_OVERDUE_AFTER).plusSeconds(1);
+        run.now = graceEnds.plus(LingeringPod.OVERDUE_AFTER).plusSeconds(1);
         Decision overdue = run.pass();
         List<StartBlocker> held = ((Situation.Active) overdue.situation()).cannotStart();
         assertEquals(1, held.size(), held.toString());

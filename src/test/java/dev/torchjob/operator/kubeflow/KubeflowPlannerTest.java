@@ -166,6 +166,25 @@ class KubeflowPlannerTest {
         assertTrue(!firstStart.equals(cluster.job.getStatus().startTime), "startTime is reset on resume");
     }
 
+    /** A pod a lost node never lets go: the suspension says what holds it, in Kubeflow's words first. */
+    @Test
+    void aSuspensionHeldByAPodOnALostNodeSaysWhatHoldsIt() {
+        KubeflowCluster cluster = job("runPolicy: {backoffLimit: 3}\npytorchReplicaSpecs:\n  Master: {template: " + POD
+                + "}\n  Worker: {replicas: 1, template: " + POD + "}");
+        cluster.started();
+        var lost = cluster.pods.get("j-worker-0");
+        lost.getSpec().setNodeName("node-7");
+        lost.getMetadata().setDeletionTimestamp(cluster.now.minusSeconds(61).toString());
+        cluster.job.getSpec().runPolicy.suspend = true;
+        cluster.settle();
+        assertEquals(List.of("j-worker-0"), List.copyOf(cluster.pods.keySet()), "the lost node's pod is still there");
+        String message = condition(cluster, "Suspended").message;
+        assertTrue(message.startsWith("PyTorchJob j is suspended. pod j-worker-0 is still terminating, its grace period ended at "
+                + cluster.now.minusSeconds(61) + ": node node-7 has not confirmed that it stopped"), message);
+        assertTrue(message.endsWith("; the suspension is complete once they are gone."), message);
+        assertEquals(0, cluster.job.getStatus().backoffCount);
+    }
+
     @Test
     void cleanPodPolicyRunningDeletesTheUnfinishedPodsAndTheirServicesWhenTheJobEnds() {
         KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: Running}\npytorchReplicaSpecs:\n  Master: {template: " + POD

@@ -148,6 +148,30 @@ class RunModesTest {
         assertFalse(condition(cluster, "Paused").isTrue());
     }
 
+    /** A pod a lost node never lets go: the pause says what holds it, and is complete once it is gone. */
+    @Test
+    void aPauseHeldByAPodOnALostNodeSaysWhatHoldsIt() {
+        InMemoryCluster cluster = cluster("", false);
+        cluster.settle();
+        cluster.runAll();
+        cluster.settle();
+        Pod lost = cluster.pods.get("m-worker-0");
+        lost.getSpec().setNodeName("node-7");
+        lost.getMetadata().setDeletionTimestamp(cluster.now.minusSeconds(61).toString());
+        pause(cluster, true);
+        cluster.settle();
+        JobCondition paused = condition(cluster, "Paused");
+        assertFalse(paused.isTrue());
+        assertTrue(paused.message.startsWith("Deleting 1 pods. pod m-worker-0 is still terminating, its grace period ended at "
+                + cluster.now.minusSeconds(61) + ": node node-7 has not confirmed that it stopped"), paused.message);
+        assertTrue(paused.message.endsWith("; the job is paused once they are gone."), paused.message);
+
+        cluster.pods.remove("m-worker-0");
+        cluster.settle();
+        assertEquals(JobPhase.Paused, cluster.job.getStatus().phase);
+        assertTrue(condition(cluster, "Paused").isTrue());
+    }
+
     @Test
     void aPausedDebugJobResumesOnceIntoDebugMode() {
         InMemoryCluster cluster = cluster("runMode: {debug: {enabled: true}, pause: {enabled: true}}", false);
