@@ -50,6 +50,8 @@ public class PlanExecutor {
     private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
     /** The reason of a failed status write: the first step, so nothing of the plan was applied. */
     static final String STATUS_STEP = "FailedStatusUpdate";
+    /** A status update that meets 409 is tried again this many times on the server's own version of the job. */
+    static final int STATUS_CONFLICT_RETRIES = 3;
     /** The reason of a failed event: it comes before the status, so nothing of the plan was applied either. */
     static final String EVENT_STEP = "FailedCreateEvent";
     /** The most API calls one job has in flight: creates, or deletes with the events. */
@@ -240,14 +242,29 @@ public class PlanExecutor {
         } else {
             // A whole status, by update. As with the apply, the status is this operator's alone: the lock is only
             // what the API server demands of an update, so the newest version the cache holds is named (this
-            // pass's own earlier write too: a pass that clears an error writes twice). A 409 means the cache is
-            // behind the server: the pass runs again once it caught up (JobReconciler). Written from a copy: neither
+            // pass's own earlier write too: a pass that clears an error writes twice). Written from a copy: neither
             // the cached job nor the pass's may carry a status that was never written (an error reported on it
             // would count a restart whose event was never sent).
             J newest = context.getPrimaryCache().get(ResourceID.fromResource(job)).orElse(job);
-            J replaced = copyOf(newest, context);
-            replaced.setStatus(status);
-            J written = client.resource(replaced).updateStatus();
+            J written = null;
+            for (int attempt = 0; written == null; attempt++) {
+                J replaced = copyOf(newest, context);
+                replaced.setStatus(status);
+                try {
+                    written = client.resource(replaced).updateStatus();
+                } catch (KubernetesClientException e) {
+                    // A 409: someone else changed the job (its labels, its spec) since the cache saw it. Someone who
+                    // edits it without pause keeps the cache behind for good, so the server's own version is named
+                    // next, read just before; past a few, the pass runs again later (JobReconciler).
+                    if (e.getCode() != HttpURLConnection.HTTP_CONFLICT || attempt == STATUS_CONFLICT_RETRIES) {
+                        throw e;
+                    }
+                    newest = client.resource(job).get();
+                    if (newest == null) {
+                        throw e;
+                    }
+                }
+            }
             context.eventSourceRetriever().getControllerEventSource()
                     .handleRecentResourceUpdate(ResourceID.fromResource(job), written, newest);
         }
