@@ -54,10 +54,7 @@ public final class Engine {
         private final TrainingJob job;
         private final JobState previous;
         private final Wording wording;
-        private final RestartBackoff backoff;
         private final Map<String, Pod> pods;
-        private final Map<String, String> createdPods;
-        private final Map<String, List<StartBlocker.PodWarning>> podWarnings;
         private final Gang gang;
         private final boolean serviceExists;
         private final PodGroupState podGroup;
@@ -67,8 +64,10 @@ public final class Engine {
         private final ReplicaView view;
 
         private final PassOutput out;
+        private final PassContext context;
         private final GroupRestarts groupRestarts;
         private final ReplicaRestarts replicaRestarts;
+        private final ReplicasCannotStart replicasCannotStart;
         private boolean createService;
         private boolean createPodGroup;
         private boolean resuming;
@@ -92,10 +91,8 @@ public final class Engine {
             this.job = job;
             this.previous = previous;
             this.wording = wording;
-            this.backoff = backoff;
             this.pods = Pods.ownedBy(job.uid(), observation.pods());
-            this.createdPods = observation.createdPods();
-            this.podWarnings = observation.podWarnings();
+            Map<String, String> createdPods = observation.createdPods();
             this.gang = observation.gang();
             this.serviceExists = observation.serviceExists();
             this.podGroup = observation.podGroup();
@@ -104,8 +101,10 @@ public final class Engine {
             this.ledger = new RestartLedger(previous);
             this.view = new ReplicaView(pods, previous, ledger, createdPods);
             this.out = new PassOutput(now);
-            this.groupRestarts = new GroupRestarts(job, previous, pods, createdPods, ledger, view, backoff, now, out);
-            this.replicaRestarts = new ReplicaRestarts(job, previous, ledger, view, backoff, now, out);
+            this.context = new PassContext(job, previous, pods, createdPods, ledger, view, backoff, now, out);
+            this.groupRestarts = new GroupRestarts(context);
+            this.replicaRestarts = new ReplicaRestarts(context);
+            this.replicasCannotStart = new ReplicasCannotStart(context, observation.podWarnings(), gang);
             this.phase = previous.phase();
             this.startTime = previous.startTime();
             this.completionTime = previous.completionTime();
@@ -178,7 +177,7 @@ public final class Engine {
         // ---- training -----------------------------------------------------------------------------
 
         private Decision training(JobTopology topology) {
-            ReplicaSurvey survey = ReplicaSurvey.of(job, topology, pods, previous, createdPods, ledger, view, now, out);
+            ReplicaSurvey survey = ReplicaSurvey.of(context, topology);
             List<ReplicaSlot> missing = survey.missing();
             List<Stopped> stopped = survey.stopped();
             List<RestartedInPlace> inPlace = survey.inPlace();
@@ -216,10 +215,7 @@ public final class Engine {
             podsCreated("Created pods ");
             deadline().ifPresent(d -> out.recheckAt(d.plusSeconds(1)));
 
-            List<StartBlocker> cannotStart = cannotStart(topology);
-            if (heldByGang) {
-                heldByGang(missing, gang.hold().get()).ifPresent(hold -> cannotStart.add(0, hold));
-            }
+            List<StartBlocker> cannotStart = replicasCannotStart.of(topology, heldByGang ? missing : List.of());
             replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
                 elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
@@ -232,68 +228,6 @@ public final class Engine {
             Optional<String> underWay = groupRestarts.underWay();
             boolean replicaFailure = !failures.isEmpty() || ledger.hasEntries() || underWay.isPresent();
             return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures)), cannotStart));
-        }
-
-        /**
-         * The replicas whose pods cannot start, and why: said once per pod and cause, counted as nothing;
-         * they start by themselves once the cause is fixed (only the deadline, or the queue's own
-         * waitForPodsReady, ends the wait). A replica whose old pod outstays its deletion cannot start either.
-         */
-        private List<StartBlocker> cannotStart(JobTopology topology) {
-            List<StartBlocker> blocked = new ArrayList<>();
-            List<Pod> members = topology.slots().stream().map(slot -> pods.get(slot.podName())).filter(java.util.Objects::nonNull).toList();
-            Optional<Instant> gangUnschedulableCountsFrom = gang.unschedulableCountsFrom(members, members.size() == topology.slots().size(), now);
-            for (ReplicaSlot slot : topology.slots()) {
-                Pod pod = pods.get(slot.podName());
-                if (pod == null || (ledger.isCounted(pod) && !Pods.isTerminating(pod))) {
-                    continue;
-                }
-                ReplicaState before = previous.replica(slot.podName());
-                String uid = uidOf(pod);
-                StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
-                Optional<StartBlocker> blocker;
-                if (Pods.isTerminating(pod)) {
-                    // Its new pod waits for it: said if it outstays its grace period (a lost node, a finalizer).
-                    blocker = StartBlocker.overdueTermination(pod, now);
-                    LingeringPod.overdueAt(pod).filter(now::isBefore).ifPresent(out::recheckAt);
-                } else {
-                    blocker = StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
-                    StartBlocker.nextLookAtWarnings(pod, now).ifPresent(out::recheckAt);
-                }
-                if (blocker.isPresent() && blocker.get().reason().equals(StartBlocker.UNSCHEDULABLE) && gangUnschedulableCountsFrom.isPresent()
-                        && (known == null || !known.reason().equals(StartBlocker.UNSCHEDULABLE))) {
-                    // The gang scheduler's word while the group is still being made: see Gang.
-                    gangUnschedulableCountsFrom.filter(from -> !from.equals(Instant.MAX)).ifPresent(out::recheckAt);
-                    continue;
-                }
-                if (blocker.isPresent()) {
-                    view.cannotStart(slot.podName(), blocker.get());
-                    blocked.add(blocker.get());
-                    if (known == null || !known.reason().equals(blocker.get().reason())) {
-                        out.events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message()
-                                + "; the job waits for it, nothing is counted").about(uid + "#" + blocker.get().reason()));
-                    }
-                }
-            }
-            return blocked;
-        }
-
-        /**
-         * The gang scheduler has not admitted the job's group: its missing pods are not created, which the
-         * job says as any other cause that keeps pods from starting (once per cause, nothing counted).
-         */
-        private Optional<StartBlocker> heldByGang(List<ReplicaSlot> missing, StartBlocker hold) {
-            if (hold.reason().equals(StartBlocker.ADMITTING)) {
-                return Optional.empty();
-            }
-            boolean saidBefore = missing.stream().map(slot -> previous.replica(slot.podName()))
-                    .anyMatch(before -> before != null && before.cannotStart() != null && before.cannotStart().reason().equals(hold.reason()));
-            missing.forEach(slot -> view.cannotStart(slot.podName(), hold));
-            if (!saidBefore) {
-                out.events.add(JobEvent.warning("ReplicaCannotStart", hold.message() + "; the job waits for it, nothing is counted")
-                        .about("gang#" + hold.reason()));
-            }
-            return Optional.of(hold);
         }
 
         private String replicaFailureMessage(List<Stopped> failures) {
@@ -538,10 +472,6 @@ public final class Engine {
             // A deadline centuries away is no deadline, and must not overflow the clock.
             return seconds == null || startTime == null ? Optional.empty()
                     : Optional.of(startTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
-        }
-
-        private static String uidOf(Pod pod) {
-            return pod.getMetadata().getUid();
         }
     }
 }

@@ -42,17 +42,16 @@ final class GroupRestarts {
     /** A fault whose verdict waits for the other replicas: what the status says meanwhile. */
     private String underWay;
 
-    GroupRestarts(TrainingJob job, JobState previous, Map<String, Pod> pods, Map<String, String> createdPods, RestartLedger ledger,
-            ReplicaView view, RestartBackoff backoff, Instant now, PassOutput out) {
-        this.job = job;
-        this.previous = previous;
-        this.pods = pods;
-        this.createdPods = createdPods;
-        this.ledger = ledger;
-        this.view = view;
-        this.backoff = backoff;
-        this.now = now;
-        this.out = out;
+    GroupRestarts(PassContext pass) {
+        this.job = pass.job();
+        this.previous = pass.previous();
+        this.pods = pass.pods();
+        this.createdPods = pass.createdPods();
+        this.ledger = pass.ledger();
+        this.view = pass.view();
+        this.backoff = pass.backoff();
+        this.now = pass.now();
+        this.out = pass.out();
     }
 
     /** While a verdict waits: the incident so far and what it waits for. */

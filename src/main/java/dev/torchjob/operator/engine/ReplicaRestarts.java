@@ -24,15 +24,14 @@ final class ReplicaRestarts {
     private final Instant now;
     private final PassOutput out;
 
-    ReplicaRestarts(TrainingJob job, JobState previous, RestartLedger ledger, ReplicaView view, RestartBackoff backoff, Instant now,
-            PassOutput out) {
-        this.job = job;
-        this.previous = previous;
-        this.ledger = ledger;
-        this.view = view;
-        this.backoff = backoff;
-        this.now = now;
-        this.out = out;
+    ReplicaRestarts(PassContext pass) {
+        this.job = pass.job();
+        this.previous = pass.previous();
+        this.ledger = pass.ledger();
+        this.view = pass.view();
+        this.backoff = pass.backoff();
+        this.now = pass.now();
+        this.out = pass.out();
     }
 
     /**

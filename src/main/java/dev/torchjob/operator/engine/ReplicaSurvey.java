@@ -3,7 +3,6 @@ package dev.torchjob.operator.engine;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -21,14 +20,17 @@ import io.fabric8.kubernetes.api.model.Pod;
  */
 record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<RestartedInPlace> inPlace) {
 
-    static ReplicaSurvey of(TrainingJob job, JobTopology topology, Map<String, Pod> pods, JobState previous,
-            Map<String, String> createdPods, RestartLedger ledger, ReplicaView view, Instant now, PassOutput out) {
+    static ReplicaSurvey of(PassContext pass, JobTopology topology) {
+        TrainingJob job = pass.job();
+        RestartLedger ledger = pass.ledger();
+        Instant now = pass.now();
+        PassOutput out = pass.out();
         ReplicaSurvey survey = new ReplicaSurvey(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         for (ReplicaSlot slot : topology.slots()) {
-            Pod pod = pods.get(slot.podName());
-            ReplicaState before = previous.replica(slot.podName());
+            Pod pod = pass.pods().get(slot.podName());
+            ReplicaState before = pass.previous().replica(slot.podName());
             // The last pod this replica had: one this operator created may be newer than the status knows.
-            String lastUid = createdPods.getOrDefault(slot.podName(), before == null ? null : before.uid());
+            String lastUid = pass.createdPods().getOrDefault(slot.podName(), before == null ? null : before.uid());
             Optional<Instant> restartAt = ledger.restartAt(slot.podName()).filter(now::isBefore);
             if (pod != null) {
                 if (ledger.isCounted(pod)) {
@@ -44,7 +46,7 @@ record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<Rest
                         survey.stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
                     }
                 } else {
-                    RestartedInPlace.of(slot, pod, view).ifPresent(survey.inPlace::add);
+                    RestartedInPlace.of(slot, pod, pass.view()).ifPresent(survey.inPlace::add);
                     String podPhase = Pods.phase(pod);
                     if ("Failed".equals(podPhase)) {
                         survey.stopped.add(new Stopped(slot, ReplicaEnding.ofFailedPod(pod), uidOf(pod), pod));
