@@ -14,16 +14,19 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 
 /**
  * Why a replica's pod stopped: what the restart rules (spec §5) decide on, and what messages
- * and events name (pod, container, exit code).
+ * and events name (pod, container, exit code; for a pod stopped from outside, or refused by its
+ * kubelet, the words of whoever stopped it: {@code podMessage}).
  */
-public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String output,
-        Duration ran, Instant at) {
+public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String podMessage,
+        String output, Duration ran, Instant at) {
 
     /**
      * The most of a container's termination message (its last log lines, with
      * FallbackToLogsOnError) that is kept: the end, where a traceback says what went wrong.
      */
     public static final int MAX_OUTPUT = 1024;
+    /** The most of the words a pod was stopped with that a message repeats (a node-pressure eviction's list every container). */
+    static final int MAX_POD_MESSAGE = 300;
 
     /**
      * What a rank prints when a peer of its process group is gone (gloo, NCCL, torch.distributed): its own
@@ -54,12 +57,18 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
         Instant at = terminated.map(t -> time(t.getFinishedAt())).orElse(null);
         String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
+        Optional<PodCondition> disruption = disruption(pod);
         if (isEvicted(pod)) {
-            return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode,
-                    podReason != null ? podReason : "DisruptionTarget", output, ran, at != null ? at : disruptedAt(pod));
+            // The kubelet's eviction says why on the pod; the Eviction API, a preemption or the taint manager on its condition.
+            String said = podReason != null ? pod.getStatus().getMessage() : disruption.map(PodCondition::getMessage).orElse(null);
+            String evictedFor = podReason != null ? podReason
+                    : disruption.map(PodCondition::getReason).filter(r -> !r.isBlank()).orElse("DisruptionTarget");
+            return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode, evictedFor, brief(said), output, ran,
+                    at != null ? at : disruption.map(c -> time(c.getLastTransitionTime())).orElse(null));
         }
+        // A pod its kubelet refused (OutOfcpu, NodeAffinity) or ended (DeadlineExceeded) has no exit code: its words say why.
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason, output, ran, at);
+                reason != null ? reason : podReason, brief(pod.getStatus() == null ? null : pod.getStatus().getMessage()), output, ran, at);
     }
 
     /**
@@ -70,9 +79,9 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         if (isEvicted(pod)) {
             ReplicaEnding evicted = ofFailedPod(pod);
             return new ReplicaEnding(Cause.EVICTED, evicted.podName(), evicted.container(), evicted.exitCode(), evicted.reason(),
-                    evicted.output(), evicted.ran(), evicted.at() != null ? evicted.at() : deletionAskedAt(pod));
+                    evicted.podMessage(), evicted.output(), evicted.ran(), evicted.at() != null ? evicted.at() : deletionAskedAt(pod));
         }
-        return new ReplicaEnding(Cause.VANISHED, pod.getMetadata().getName(), null, null, "PodDeleted", null, null, deletionAskedAt(pod));
+        return new ReplicaEnding(Cause.VANISHED, pod.getMetadata().getName(), null, null, "PodDeleted", null, null, null, deletionAskedAt(pod));
     }
 
     /** The last in-place restart of the pod's containers: how the container that restarted ended (the training one first). */
@@ -87,14 +96,14 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 .findFirst().orElse(null);
         ContainerStateTerminated last = restarted == null || restarted.getLastState() == null ? null : restarted.getLastState().getTerminated();
         return new ReplicaEnding(Cause.RESTARTED_IN_PLACE, pod.getMetadata().getName(), restarted == null ? null : restarted.getName(),
-                last == null ? null : last.getExitCode(), last == null ? null : last.getReason(),
+                last == null ? null : last.getExitCode(), last == null ? null : last.getReason(), null,
                 last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last),
                 last == null ? null : time(last.getFinishedAt()));
     }
 
     /** A pod gone before any pass saw it being deleted: when is not known. */
     public static ReplicaEnding vanished(String podName) {
-        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null);
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null, null);
     }
 
     /** A Kubernetes time (whole seconds, as the API serves them); null when absent or unreadable. */
@@ -112,10 +121,21 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return deadline == null ? null : grace == null ? deadline : deadline.minusSeconds(grace);
     }
 
-    private static Instant disruptedAt(Pod pod) {
+    /** The pod's DisruptionTarget=True condition: who stopped it from outside, why and when. */
+    private static Optional<PodCondition> disruption(Pod pod) {
         List<PodCondition> conditions = pod.getStatus() == null ? null : pod.getStatus().getConditions();
-        return conditions == null ? null : conditions.stream().filter(c -> "DisruptionTarget".equals(c.getType()))
-                .map(c -> time(c.getLastTransitionTime())).filter(java.util.Objects::nonNull).findFirst().orElse(null);
+        return conditions == null ? Optional.empty() : conditions.stream()
+                .filter(c -> "DisruptionTarget".equals(c.getType()) && "True".equals(c.getStatus())).findFirst();
+    }
+
+    /** The first {@link #MAX_POD_MESSAGE} characters of a pod's message, without its closing full stop; null when there is none. */
+    static String brief(String message) {
+        if (message == null || message.isBlank()) {
+            return null;
+        }
+        String trimmed = message.strip().replaceAll("\\s+", " ");
+        trimmed = trimmed.length() <= MAX_POD_MESSAGE ? trimmed : trimmed.substring(0, MAX_POD_MESSAGE - 3) + "...";
+        return trimmed.endsWith(".") && !trimmed.endsWith("...") ? trimmed.substring(0, trimmed.length() - 1) : trimmed;
     }
 
     /**
@@ -153,7 +173,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     public static ReplicaEnding succeeded(Pod pod) {
         Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
-        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null, null);
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null, null, null);
     }
 
     /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */
@@ -166,9 +186,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 || "Terminated".equals(reason) || "Shutdown".equals(reason) || "NodeShutdown".equals(reason)) {
             return true;
         }
-        List<PodCondition> conditions = pod.getStatus().getConditions();
-        return conditions != null && conditions.stream()
-                .anyMatch(c -> "DisruptionTarget".equals(c.getType()) && "True".equals(c.getStatus()));
+        return disruption(pod).isPresent();
     }
 
     static Optional<ContainerStatus> trainingContainerStatus(Pod pod) {
@@ -200,12 +218,17 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return output == null ? sentence : sentence + "; last output:\n" + output;
     }
 
+    /** The reason, then the words the pod was stopped with: "Evicted: Usage of EmptyDir volume "scratch" exceeds the limit "64Mi"". */
+    private String why() {
+        return reason == null ? podMessage : podMessage == null ? reason : reason + ": " + podMessage;
+    }
+
     /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
     public String summary() {
         StringBuilder text = new StringBuilder("pod ").append(podName);
         switch (cause) {
             case VANISHED -> text.append(" was deleted");
-            case EVICTED -> text.append(" was evicted (").append(reason).append(")");
+            case EVICTED -> text.append(" was evicted (").append(why()).append(")");
             case SUCCEEDED -> text.append(" succeeded and restartPolicy is Always");
             case FAILED, RESTARTED_IN_PLACE -> {
                 if (container != null) {
@@ -216,8 +239,8 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 } else {
                     text.append(" failed");
                 }
-                if (reason != null) {
-                    text.append(" (").append(reason).append(")");
+                if (reason != null || podMessage != null) {
+                    text.append(" (").append(why()).append(")");
                 }
                 if (cause == Cause.RESTARTED_IN_PLACE) {
                     text.append(" and was restarted in place");

@@ -392,6 +392,7 @@ public final class RealNode implements AutoCloseable {
                 readOnlyPort: 0
                 enforceNodeAllocatable: []
                 evictionHard: {}
+                volumeStatsAggPeriod: 5s
                 imageGCHighThresholdPercent: 100
                 imageGCLowThresholdPercent: 99
                 rotateCertificates: false

@@ -166,6 +166,24 @@ class EngineTest {
                     .endTerminated().endState().endContainerStatus().build());
         }
 
+        /**
+         * Stopped from outside at {@code at}: the kubelet's eviction ({@code reason} Evicted, its words on the pod) or, with
+         * a null {@code reason}, a DisruptionTarget condition only (the Eviction API, a preemption: the pod is then deleted).
+         */
+        void disrupted(String pod, String reason, String conditionReason, String message, Instant at) {
+            pods.get(pod).setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase(reason == null ? "Running" : "Failed")
+                    .withReason(reason).withMessage(reason == null ? null : message)
+                    .addNewCondition().withType("DisruptionTarget").withStatus("True").withReason(conditionReason)
+                    .withMessage(message).withLastTransitionTime(at.toString()).endCondition()
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(137).withReason("Error")
+                    .withFinishedAt(at.toString()).endTerminated().endState().endContainerStatus().build());
+            if (reason == null) {
+                pods.get(pod).getStatus().getContainerStatuses().get(0).setState(new io.fabric8.kubernetes.api.model.ContainerStateBuilder()
+                        .withNewRunning().endRunning().build());
+                deleting(pod, at);
+            }
+        }
+
         /** Someone deletes the pod at {@code at} with a 30 s grace period: it is terminating. */
         void deleting(String pod, Instant at) {
             pods.get(pod).getMetadata().setDeletionTimestamp(at.plusSeconds(30).toString());

@@ -244,6 +244,59 @@ class GroupRestartTest {
     }
 
     @Test
+    void aRankItsKubeletEvictsIsOneRestartSaidInTheKubeletsWords() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.disrupted("j-worker-1", "Evicted", "TerminationByKubelet", "Usage of EmptyDir volume \"scratch\" exceeds the limit \"64Mi\". ", FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT);
+        Decision restart = run.pass();
+        assertEquals(null, restart.state().outcome(), "an eviction is restarted even under ExitCode, whatever its exit code");
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals("pod j-worker-1 was evicted (Evicted: Usage of EmptyDir volume \"scratch\" exceeds the limit \"64Mi\"); then "
+                + "j-master-0 (exit code 1), j-worker-0 (exit code 1) failed too, consequences (not counted); the job restarts as a group "
+                + "(restart 1 of backoffLimit 3)", events(restart, "JobRestarting").get(0).message());
+        assertTrue(restart.state().replica("j-worker-1").lastFailure().startsWith("pod j-worker-1 was evicted (Evicted: Usage of EmptyDir"),
+                restart.state().replica("j-worker-1").lastFailure());
+    }
+
+    @Test
+    void aRankDrainedOrPreemptedIsSaidInTheWordsOfWhoeverStoppedIt() {
+        Run drained = running(RestartPolicy.ExitCode, 3);
+        drained.disrupted("j-worker-0", null, "EvictionByEvictionAPI", "Eviction API: evicting", FAULT);
+        String drainedSaid = events(drained.pass(), "JobRestarting").get(0).message();
+        assertTrue(drainedSaid.startsWith("pod j-worker-0 was evicted (EvictionByEvictionAPI: Eviction API: evicting); stopping j-master-0, j-worker-1; "
+                + "the job restarts as a group"), drainedSaid);
+
+        Run preempted = running(RestartPolicy.ExitCode, 3);
+        preempted.disrupted("j-master-0", null, "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher priority pod",
+                FAULT);
+        String preemptedSaid = events(preempted.pass(), "JobRestarting").get(0).message();
+        assertTrue(preemptedSaid.startsWith("pod j-master-0 was evicted (PreemptionByScheduler: "
+                + "default-scheduler: preempting to accommodate a higher priority pod); stopping j-worker-0, j-worker-1; "
+                + "the job restarts as a group"), preemptedSaid);
+    }
+
+    @Test
+    void aNodePressureEvictionsLongWordsAreCutAndAPodItsKubeletRefusedSaysWhy() {
+        Run run = running(RestartPolicy.OnFailure, 3);
+        String pressure = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+                + "Container pytorch was using 7340032Ki, request is 0, has larger consumption of memory. ".repeat(5);
+        run.disrupted("j-worker-0", "Evicted", "TerminationByKubelet", pressure, FAULT);
+        String said = events(run.pass(), "JobRestarting").get(0).message();
+        assertTrue(said.contains("(Evicted: ") && said.contains("); stopping"), said);
+        String words = said.substring(said.indexOf("(Evicted: ") + "(Evicted: ".length(), said.indexOf("); stopping"));
+        assertEquals(ReplicaEnding.MAX_POD_MESSAGE, words.length(), said);
+        assertTrue(words.startsWith("The node was low on resource: memory.") && words.endsWith("..."), said);
+
+        ReplicaEnding refused = ReplicaEnding.ofFailedPod(new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName("j-worker-1")
+                .endMetadata().withNewStatus().withPhase("Failed").withReason("OutOfcpu")
+                .withMessage("Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 1200, capacity: 2000")
+                .endStatus().build());
+        assertEquals("pod j-worker-1 failed (OutOfcpu: Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 1200, "
+                + "capacity: 2000)", refused.summary());
+    }
+
+    @Test
     void aPodThatVanishedUnseenRestartsTheGroupAtOnce() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.pods.remove("j-worker-1");

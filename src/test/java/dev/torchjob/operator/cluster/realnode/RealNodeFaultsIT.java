@@ -47,6 +47,8 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 @ExtendWith(OnTheRealNode.class)
 class RealNodeFaultsIT {
     static final int EPOCHS = 40;
+    /** Epochs enough (about a minute) for a fault that the kubelet notices on its own schedule. */
+    static final int KUBELET_PACE_EPOCHS = 300;
     static final OperatorInstall install = OperatorInstall.get();
     static final KubernetesClient admin = install.cluster.admin();
     static final Kubectl kubectl = install.cluster.kubectl();
@@ -60,12 +62,16 @@ class RealNodeFaultsIT {
 
     /** The master: trains, keeps its checkpoint in a folder on the node's disk (the example's CHECKPOINT_PATH). */
     static String master(String policy, Path state) {
+        return master(policy, state, EPOCHS);
+    }
+
+    static String master(String policy, Path state, int epochs) {
         return replica("master", policy, """
                 command: [python, train.py]
                 env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
                 resources: {requests: {cpu: 250m}}
                 volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(EPOCHS), state(state));
+                """.formatted(epochs), state(state));
     }
 
     /** A worker; {@code env} adds to its environment, {@code limits} are its resource limits (a YAML flow map). */
@@ -196,6 +202,40 @@ class RealNodeFaultsIT {
         recordTimeToTrainAgain(ns, fault, "d-master-0", "d-worker-0");
         await().atMost(Duration.ofSeconds(30)).until(() -> admin.pods().inNamespace(ns).list().getItems().stream()
                 .noneMatch(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
+    }
+
+    /**
+     * A rank's scratch space (an emptyDir with a sizeLimit) filled past its limit mid-training, as a data loader's
+     * cache would, written from the machine into the volume: the kubelet evicts the pod, and the job restarts as a
+     * group once, said in the kubelet's words. Its peers then fail on the lost connection, consequences. The kubelet
+     * measures volumes every few seconds (5 s on the tier's node) and looks for evictions every 10 s: the job trains
+     * long enough for that.
+     */
+    @Test
+    void aRankItsKubeletEvictsForItsScratchSpaceMidTrainingIsOneRestartSaidInTheKubeletsWords() throws java.io.IOException {
+        String ns = install.namespace("evicted");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String worker = replica("worker", "ExitCode", """
+                command: [python, /workspace/train.py]
+                workingDir: /state
+                env: [{name: EPOCHS, value: "%d"}]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: state, mountPath: /state}, {name: scratch, mountPath: /scratch}]
+                """.formatted(KUBELET_PACE_EPOCHS), "volumes: [{name: state, hostPath: {path: " + state + ", type: DirectoryOrCreate}}, "
+                + "{name: scratch, emptyDir: {sizeLimit: 16Mi}}]\n");
+        submitT9k(ns, "e", "backoffLimit: 2", master("ExitCode", state, KUBELET_PACE_EPOCHS) + worker);
+        awaitLogged(ns, "e-master-0", "epoch 3/" + KUBELET_PACE_EPOCHS);
+        Set<String> before = podUids(ns);
+        String uid = admin.pods().inNamespace(ns).withName("e-worker-0").get().getMetadata().getUid();
+        Path volume = RealNode.STATE.resolve("kubelet").resolve("pods").resolve(uid).resolve("volumes").resolve("kubernetes.io~empty-dir")
+                .resolve("scratch");
+        Instant fault = Instant.now();
+        java.nio.file.Files.write(volume.resolve("cache.bin"), new byte[48 << 20]);
+        PyTorchTrainingJob done = awaitT9k(ns, "e", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        assertOneRestartResumed(ns, "e", "pod e-worker-0 was evicted (Evicted: Usage of EmptyDir volume \"scratch\" exceeds the limit \"16Mi\")",
+                before);
+        recordTimeToTrainAgain(ns, fault, "e-master-0", "e-worker-0");
     }
 
     /**
