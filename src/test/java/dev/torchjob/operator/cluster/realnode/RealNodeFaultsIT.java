@@ -239,6 +239,36 @@ class RealNodeFaultsIT {
     }
 
     /**
+     * The node drained for maintenance mid-training ({@code kubectl drain}: the Eviction API stops every rank on it):
+     * one restart of the job, said in the Eviction API's words; the new group cannot be scheduled on the cordoned
+     * node, which the job says once and counts nothing; {@code kubectl uncordon} and it resumes from its checkpoint.
+     */
+    @Test
+    void aNodeDrainedMidTrainingIsOneRestartAndTheJobWaitsForTheNodeAndResumes() {
+        String ns = install.namespace("drained");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "dr", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+        awaitLogged(ns, "dr-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        try {
+            kubectl.run("drain", RealNode.NAME, "--pod-selector=tensorstack.dev/owner-name=dr", "--timeout=60s").orFail();
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() -> "Unschedulable".equals(running(ns, "dr").reason));
+            String message = running(ns, "dr").message;
+            assertTrue(message.contains("unschedulable"), message);
+            assertEquals(1, RealNodeJobs.t9k(ns, "dr").getStatus().backoffCount, "the drain is one restart; the wait counts nothing");
+        } finally {
+            kubectl.run("uncordon", RealNode.NAME).orFail();
+        }
+        PyTorchTrainingJob done = awaitT9k(ns, "dr", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), events(ns, null).toString());
+        assertTrue(restarting.get(0).contains(" was evicted (EvictionByEvictionAPI: Eviction API: evicting)"), restarting.get(0));
+        assertOneRestartResumed(ns, "dr", "pod dr-", before);
+        assertFalse(events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
+    }
+
+    /**
      * The node's kubelet is cut off mid-training (stopped), a rank is killed there and its pod deleted with kubectl:
      * the group's restart deletes every pod, and no kubelet confirms any of them gone, so the new group cannot be
      * made. A minute after their grace period the job says so of each replica, naming the node and what to do, and
