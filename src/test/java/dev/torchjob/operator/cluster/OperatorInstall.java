@@ -124,15 +124,18 @@ public final class OperatorInstall {
         return leaderElection ? operator.awaitLeading(Duration.ofSeconds(60)) : operator;
     }
 
-    /** A new operator process, without leader election, that reaches the API server at {@code apiServer} (a relay). */
-    public synchronized OperatorProcess newOperatorReaching(java.net.URI apiServer) {
+    /**
+     * A new operator process, without leader election, that reaches the API server at {@code apiServer} (a relay),
+     * with these settings (system properties).
+     */
+    public synchronized OperatorProcess newOperatorReaching(java.net.URI apiServer, Map<String, String> settings) {
         Path kubeconfig = cluster.work.resolve("operator-via-" + apiServer.getPort() + ".kubeconfig");
         try {
             ControlPlane.writeKubeconfig(kubeconfig, apiServer.toString(), cluster.certificateAuthority(), token(cluster, SERVICE_ACCOUNT));
         } catch (IOException e) {
             throw new AssertionError("could not write the operator's kubeconfig: " + e.getMessage(), e);
         }
-        return start(kubeconfig, Map.of(), false);
+        return start(kubeconfig, settings, false);
     }
 
     /** A second replica while another leads: ready, standing by, not leading. */

@@ -442,8 +442,12 @@ class ResilienceIT extends OwnOperators {
     void aConnectionClosedUnderACallIsNoErrorOfTheJob() throws Exception {
         OperatorHarness cluster = install.harness("closed-under");
         int jobs = 5;
+        // Only this test's namespace: jobs other tests left elsewhere would keep every pooled connection busy, and
+        // none would ever be quiet when the next call goes out on it (CI: no connection cut in 30 s).
+        Map<String, String> thisNamespaceOnly = Map.of("quarkus.operator-sdk.controllers.pytorchtrainingjob.namespaces", cluster.namespace,
+                "quarkus.operator-sdk.controllers.pytorchjob.namespaces", cluster.namespace);
         try (ApiServerRelay relay = ApiServerRelay.start("127.0.0.1", 0, java.net.URI.create(admin.getConfiguration().getMasterUrl()));
-                OperatorProcess operator = install.newOperatorReaching(relay.url())) {
+                OperatorProcess operator = install.newOperatorReaching(relay.url(), thisNamespaceOnly)) {
             cluster.submit(OperatorHarness.job("warm", "OnFailure", "{backoffLimit: 3}"));
             cluster.awaitPods(3);
             // Every connection the operator keeps is quiet for a moment: its next call on one is cut, twice.
