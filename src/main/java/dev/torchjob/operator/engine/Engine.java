@@ -32,8 +32,9 @@ import io.fabric8.kubernetes.api.model.Pod;
  * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
  * admission (the queue's gate, then the gang scheduler's); debug; the deadline; success; and
  * training, where stopped replicas restart or end the job: together for a job that restarts as a
- * group ({@link GroupRestarts}), one by one otherwise ({@link ReplicaRestarts}). What a pass decides
- * to do accumulates in its {@link PassOutput}.
+ * group ({@link GroupRestarts}), one by one otherwise ({@link ReplicaRestarts}), and replicas whose pods
+ * cannot start wait ({@link ReplicasCannotStart}). The steps share one {@link PassContext}; what a pass
+ * decides to do accumulates in its {@link PassOutput}.
  */
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
