@@ -57,8 +57,8 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
         Instant at = terminated.map(t -> time(t.getFinishedAt())).orElse(null);
         String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
-        Optional<PodCondition> disruption = disruption(pod);
         if (isEvicted(pod)) {
+            Optional<PodCondition> disruption = disruption(pod);
             // The kubelet's eviction says why on the pod; the Eviction API, a preemption or the taint manager on its condition.
             String said = podReason != null ? pod.getStatus().getMessage() : disruption.map(PodCondition::getMessage).orElse(null);
             String evictedFor = podReason != null ? podReason
