@@ -102,7 +102,7 @@ public final class Engine {
             this.ledger = new RestartLedger(previous);
             this.view = new ReplicaView(pods, previous, ledger, createdPods);
             this.out = new PassOutput(now);
-            this.context = new PassContext(job, previous, pods, createdPods, ledger, view, backoff, now, out);
+            this.context = new PassContext(job, previous, pods, createdPods, observation.gonePods(), ledger, view, backoff, now, out);
             this.groupRestarts = new GroupRestarts(context);
             this.replicaRestarts = new ReplicaRestarts(context);
             this.replicasCannotStart = new ReplicasCannotStart(context, observation.podWarnings(), gang);

@@ -101,6 +101,18 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 last == null ? null : time(last.getFinishedAt()));
     }
 
+    /**
+     * A pod removed between two passes, as it was last seen: deleted (by kubectl, an eviction, a drain: said
+     * as if a pass had seen it being deleted), failed and then removed, or removed at once (a forced delete,
+     * nothing known of it but its name).
+     */
+    public static ReplicaEnding ofGonePod(Pod last) {
+        if (Pods.isTerminating(last) || isEvicted(last)) {
+            return ofDeletedPod(last);
+        }
+        return "Failed".equals(Pods.phase(last)) ? ofFailedPod(last) : vanished(last.getMetadata().getName());
+    }
+
     /** A pod gone before any pass saw it being deleted: when is not known. */
     public static ReplicaEnding vanished(String podName) {
         return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null, null);

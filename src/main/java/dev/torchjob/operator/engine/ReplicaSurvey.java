@@ -56,7 +56,11 @@ record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<Rest
                     }
                 }
             } else if (lastUid != null && !ledger.isCounted(slot.podName(), lastUid)) {
-                survey.stopped.add(new Stopped(slot, ReplicaEnding.vanished(slot.podName()), lastUid, null));
+                // Gone between two passes: how it ended, if it was seen on its way out.
+                Pod last = pass.gonePods().get(slot.podName());
+                ReplicaEnding ending = last != null && lastUid.equals(uidOf(last)) ? ReplicaEnding.ofGonePod(last)
+                        : ReplicaEnding.vanished(slot.podName());
+                survey.stopped.add(new Stopped(slot, ending, lastUid, null));
             } else if (restartAt.isPresent()) {
                 out.recheckAt(restartAt.get()); // backing off: the new pod comes when it is due
             } else {

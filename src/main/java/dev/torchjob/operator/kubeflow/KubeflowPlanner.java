@@ -88,6 +88,14 @@ public final class KubeflowPlanner {
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
             Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
             QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, GangObservation gang) {
+        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, podWarnings, gang, Map.of());
+    }
+
+    /** {@code gonePods}: the job's pods removed lately, as last seen (see {@link Observation}). */
+    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
+            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
+            QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, GangObservation gang,
+            Map<String, Pod> gonePods) {
         if (dispatchedByMultiKueue(job)) {
             // MultiKueue runs it on another cluster and mirrors its status here: not ours to touch (as in Kubeflow).
             return Plan.nothing(job.getStatus(), state(job.getStatus()), now);
@@ -102,7 +110,7 @@ public final class KubeflowPlanner {
         Gang gangScheduling = gangScheduler.map(scheduler -> Gang.scheduling(scheduler.hold(gang.podGroup(), job.getMetadata().getName())))
                 .orElse(Gang.NONE);
         Observation<PyTorchJob> observation = new Observation<>(job, pods, servicesExist, podGroupApi, now, createdPods, queue, podWarnings,
-                gangScheduling);
+                gangScheduling, gonePods);
         JobState before = state(job.getStatus());
         Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName(), gangScheduler), backoff);
         List<Plan.JobEvent> events = new ArrayList<>(decision.events());

@@ -74,6 +74,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     CreatedPods createdPods;
 
     @Inject
+    GonePods gonePods;
+
+    @Inject
     KueueWorkloads kueue;
 
     @Inject
@@ -118,17 +121,31 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     /** An informer for one kind of owned object, limited by a label, mapped back to its job by another, cached lean (LeanCache). */
     protected static <R extends HasMetadata, J extends HasMetadata> InformerEventSource<R, J> ownedBy(Class<R> kind, Class<J> jobKind,
             String labelSelector, String jobNameLabel, EventSourceContext<J> context) {
+        return ownedBy(kind, jobKind, labelSelector, jobNameLabel, context, new LeanCache<>());
+    }
+
+    /** The informer of the jobs' pods: as {@link #ownedBy}, and a pod leaving its cache is kept a while in {@link GonePods}. */
+    protected <J extends HasMetadata> InformerEventSource<Pod, J> ownedPods(Class<J> jobKind, String labelSelector, String jobNameLabel,
+            EventSourceContext<J> context) {
+        LeanCache<Pod> cache = new LeanCache<>(pod -> jobOf(pod, jobNameLabel).ifPresent(job -> gonePods.left(job, pod)));
+        return ownedBy(Pod.class, jobKind, labelSelector, jobNameLabel, context, cache);
+    }
+
+    private static <R extends HasMetadata, J extends HasMetadata> InformerEventSource<R, J> ownedBy(Class<R> kind, Class<J> jobKind,
+            String labelSelector, String jobNameLabel, EventSourceContext<J> context, LeanCache<R> cache) {
         var configuration = InformerEventSourceConfiguration.from(kind, jobKind)
                 .withName(jobKind.getSimpleName().toLowerCase() + "-" + kind.getSimpleName().toLowerCase())
                 .withLabelSelector(labelSelector)
-                .withItemStore(new LeanCache<>())
+                .withItemStore(cache)
                 .withNamespacesInheritedFromController()
-                .withSecondaryToPrimaryMapper((R owned) -> {
-                    String job = owned.getMetadata().getLabels() == null ? null : owned.getMetadata().getLabels().get(jobNameLabel);
-                    return job == null ? Set.of() : Set.of(new ResourceID(job, owned.getMetadata().getNamespace()));
-                })
+                .withSecondaryToPrimaryMapper((R owned) -> jobOf(owned, jobNameLabel).map(Set::of).orElse(Set.of()))
                 .build();
         return new InformerEventSource<>(configuration, context);
+    }
+
+    private static Optional<ResourceID> jobOf(HasMetadata owned, String jobNameLabel) {
+        String job = owned.getMetadata().getLabels() == null ? null : owned.getMetadata().getLabels().get(jobNameLabel);
+        return job == null ? Optional.empty() : Optional.of(new ResourceID(job, owned.getMetadata().getNamespace()));
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.torchjob.operator.reconciler;
 
 import java.util.List;
+import java.util.function.Consumer;
 
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -17,10 +18,19 @@ import io.fabric8.kubernetes.client.informers.cache.Cache;
  * scheduler, kubelet), and the spec with its env, command, volumes and the tolerations admission
  * added — is most of a pod on a real API server, and the cache holds every pod of every job for as
  * long as the operator runs: the largest part of its memory under load (docs/testing.md).
+ * What leaves the cache is handed on first, while no pass can miss it yet ({@link GonePods}).
  */
 final class LeanCache<R extends HasMetadata> extends BasicItemStore<R> {
+    private final Consumer<R> leaving;
+
     LeanCache() {
+        this(left -> {
+        });
+    }
+
+    LeanCache(Consumer<R> leaving) {
         super(Cache::metaNamespaceKeyFunc);
+        this.leaving = leaving;
     }
 
     @Override
@@ -30,6 +40,15 @@ final class LeanCache<R extends HasMetadata> extends BasicItemStore<R> {
             pod.setSpec(leanSpec(pod.getSpec()));
         }
         return super.put(key, object);
+    }
+
+    @Override
+    public R remove(String key) {
+        R left = get(key);
+        if (left != null) {
+            leaving.accept(left);
+        }
+        return super.remove(key);
     }
 
     /** The container names and the node: all of a running pod's spec that a job pass reads. */

@@ -49,7 +49,7 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     @Override
     public List<EventSource<?, PyTorchJob>> prepareEventSources(EventSourceContext<PyTorchJob> context) {
         List<EventSource<?, PyTorchJob>> sources = new ArrayList<>(List.of(
-                ownedBy(Pod.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
+                ownedPods(PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
                 ownedBy(Service.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context),
                 ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), KubeflowLabels.OPERATOR_SELECTOR,
@@ -67,8 +67,9 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
         Optional<HorizontalPodAutoscaler> autoscaler = context.getSecondaryResources(HorizontalPodAutoscaler.class).stream()
                 .filter(h -> h.getMetadata().getName().equals(job.getMetadata().getName())).findFirst();
         var now = clock.instant();
-        return KubeflowPlanner.plan(job, pods, services, autoscaler, now, createdPods.unseen(ResourceID.fromResource(job), pods),
-                backoff, queue, podWarnings.of(pods, now), gangPodGroups.observe(job, context));
+        ResourceID id = ResourceID.fromResource(job);
+        return KubeflowPlanner.plan(job, pods, services, autoscaler, now, createdPods.unseen(id, pods), backoff, queue,
+                podWarnings.of(pods, now), gangPodGroups.observe(job, context), gonePods.of(id));
     }
 
     @Override

@@ -47,7 +47,7 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     @Override
     public List<EventSource<?, PyTorchTrainingJob>> prepareEventSources(EventSourceContext<PyTorchTrainingJob> context) {
         List<EventSource<?, PyTorchTrainingJob>> sources = new ArrayList<>(List.of(
-                ownedBy(Pod.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
+                ownedPods(PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
                 ownedBy(Service.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME)));
         return sources;
@@ -60,8 +60,9 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
         boolean serviceExists = context.getSecondaryResources(Service.class).stream()
                 .anyMatch(s -> s.getMetadata().getName().equals(job.getMetadata().getName()));
         var now = clock.instant();
+        ResourceID id = ResourceID.fromResource(job);
         return T9kPlanner.plan(new Observation<>(job, pods, serviceExists, podGroups.stateOf(job), now,
-                createdPods.unseen(ResourceID.fromResource(job), pods), queue, podWarnings.of(pods, now)), backoff);
+                createdPods.unseen(id, pods), queue, podWarnings.of(pods, now)).withGonePods(gonePods.of(id)), backoff);
     }
 
     @Override

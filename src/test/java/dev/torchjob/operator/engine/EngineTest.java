@@ -66,6 +66,8 @@ class EngineTest {
         /** Pods created by the last pass, by name: what the operator knows before any pass sees them. */
         final Map<String, String> created = new LinkedHashMap<>();
         final Map<String, Pod> pods = new LinkedHashMap<>();
+        /** Pods removed from the cluster, as last seen, by name: what the shell keeps of them a while (GonePods). */
+        final Map<String, Pod> gone = new LinkedHashMap<>();
         /** Warning events of pods slow to start, by pod UID, as the shell would look them up. */
         Map<String, List<StartBlocker.PodWarning>> warnings = Map.of();
         /** Pods the API server keeps when they are deleted (their node is lost, a finalizer holds them): they go on terminating. */
@@ -131,12 +133,12 @@ class EngineTest {
             unseen.keySet().removeIf(name -> pods.containsKey(name) && pods.get(name).getMetadata().getUid().equals(unseen.get(name)));
             created.clear();
             Decision decision = Engine.decide(job, state, new Observation<>(job, new ArrayList<>(pods.values()), true,
-                    PodGroupState.NOT_NEEDED, now, unseen, queue, warnings), WORDING, backoff);
+                    PodGroupState.NOT_NEEDED, now, unseen, queue, warnings).withGonePods(Map.copyOf(gone)), WORDING, backoff);
             state = decision.state();
             for (Plan.PodDeletion deletion : decision.podsToDelete()) {
                 Pod pod = pods.get(deletion.name());
                 if (!lingering.contains(deletion.name())) {
-                    pods.remove(deletion.name());
+                    removed(deletion.name());
                 } else if (pod.getMetadata().getDeletionTimestamp() == null) {
                     long grace = deletion.gracePeriodSeconds() == null ? 30 : deletion.gracePeriodSeconds();
                     pod.getMetadata().setDeletionTimestamp(now.plusSeconds(grace).toString());
@@ -182,6 +184,11 @@ class EngineTest {
                         .withNewRunning().endRunning().build());
                 deleting(pod, at);
             }
+        }
+
+        /** The pod leaves the cluster (its deletion finished, or it was forced) before the next pass. */
+        void removed(String pod) {
+            gone.put(pod, pods.remove(pod));
         }
 
         /** Someone deletes the pod at {@code at} with a 30 s grace period: it is terminating. */

@@ -237,7 +237,7 @@ class GroupRestartTest {
                 restart.events().toString());
         assertEquals(List.of("j-master-0", "j-worker-1"), names(restart.podsToDelete()),
                 "the deleted one is on its way already: a kubelet keeps the grace period a stop began with");
-        run.pods.remove("j-worker-0"); // the kubelet finishes the deletion
+        run.removed("j-worker-0"); // the kubelet finishes the deletion
         Decision recreate = run.pass();
         assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(recreate.podsToCreate()));
         assertEquals(1, recreate.state().backoffCount(), "its disappearance is no second fault");
@@ -274,6 +274,50 @@ class GroupRestartTest {
         assertTrue(preemptedSaid.startsWith("pod j-master-0 was evicted (PreemptionByScheduler: "
                 + "default-scheduler: preempting to accommodate a higher priority pod); stopping j-worker-0, j-worker-1; "
                 + "the job restarts as a group"), preemptedSaid);
+    }
+
+    @Test
+    void aRankDrainedAndGoneBeforeAnyPassSawItIsStillSaidInTheEvictionAPIsWords() {
+        // kubectl drain evicts both; the worker ends on SIGTERM at once and is removed before the pass, the master is still
+        // terminating: the pass has the worker's last state (its DisruptionTarget), not only its name.
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.disrupted("j-worker-0", null, "EvictionByEvictionAPI", "Eviction API: evicting", FAULT);
+        run.removed("j-worker-0");
+        run.disrupted("j-master-0", null, "EvictionByEvictionAPI", "Eviction API: evicting", FAULT.plusSeconds(1));
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT.plusSeconds(1));
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals("pod j-worker-0 was evicted (EvictionByEvictionAPI: Eviction API: evicting); then j-master-0 (evicted), j-worker-1 "
+                + "(exit code 1) failed too, consequences (not counted); the job restarts as a group (restart 1 of backoffLimit 3)",
+                events(restart, "JobRestarting").get(0).message());
+        assertTrue(restart.state().replica("j-worker-0").lastFailure().startsWith("pod j-worker-0 was evicted (EvictionByEvictionAPI"),
+                restart.state().replica("j-worker-0").lastFailure());
+    }
+
+    @Test
+    void aRankGoneBeforeAnyPassSawItSaysHowItEndedWhenThatIsKnownAndOnlyItsNameWhenNot() {
+        Run failed = running(RestartPolicy.ExitCode, 3);
+        failed.exit("j-worker-0", 1, "Error", CODE_ERROR, FAULT);
+        failed.removed("j-worker-0"); // failed, then deleted by someone at once (a clean-up script)
+        failed.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        failed.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        Decision codeError = failed.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, codeError.state().outcome(), "a code error under ExitCode, even when its pod is gone");
+        String message = ((Situation.Ended) codeError.situation()).message();
+        assertTrue(message.startsWith("pod j-worker-0 (container pytorch) exited with code 1 (Error)") && message.endsWith("ValueError: bad batch"),
+                message);
+
+        Run forced = running(RestartPolicy.ExitCode, 3);
+        forced.removed("j-worker-0"); // kubectl delete --force --grace-period=0: nothing was seen of its end
+        String said = events(forced.pass(), "JobRestarting").get(0).message();
+        assertTrue(said.startsWith("pod j-worker-0 was deleted; stopping j-master-0, j-worker-1"), said);
+
+        Run replaced = running(RestartPolicy.ExitCode, 3);
+        replaced.disrupted("j-worker-0", null, "EvictionByEvictionAPI", "Eviction API: evicting", FAULT);
+        replaced.removed("j-worker-0");
+        replaced.gone.get("j-worker-0").getMetadata().setUid("an-older-pod"); // what is kept is of another pod of that name
+        String older = events(replaced.pass(), "JobRestarting").get(0).message();
+        assertTrue(older.startsWith("pod j-worker-0 was deleted;"), older);
     }
 
     @Test

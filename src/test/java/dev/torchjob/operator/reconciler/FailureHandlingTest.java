@@ -447,6 +447,16 @@ class FailureHandlingTest {
     }
 
     @Test
+    void aPodEvictedAndRemovedBeforeAnyPassSawItIsSaidInTheEvictionAPIsWords() {
+        OperatorHarness cluster = running(client, "evicted-gone", "OnFailure", "{backoffLimit: 3}");
+        String uid = cluster.pod("j-worker-0").getMetadata().getUid();
+        cluster.evictThroughTheApi("j-worker-0");
+        cluster.awaitNewPod("j-worker-0", uid);
+        cluster.awaitJob("j", j -> j.getStatus().backoffCount == 1);
+        cluster.awaitEvent("JobRestarting", "pod j-worker-0 was evicted (EvictionByEvictionAPI: Eviction API: evicting)");
+    }
+
+    @Test
     void aDeadlinePassingWithNoFurtherEventsFailsTheJob() {
         OperatorHarness cluster = new OperatorHarness(client, "deadline");
         cluster.submit(OperatorHarness.job("j", "OnFailure", "{activeDeadlineSeconds: 3}"));

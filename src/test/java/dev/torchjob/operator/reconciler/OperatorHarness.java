@@ -91,6 +91,19 @@ public final class OperatorHarness {
         return client.pods().inNamespace(namespace).withName(name).get();
     }
 
+    /**
+     * The Eviction API stops the pod (a drain, a preemption): it marks it DisruptionTarget, then deletes it. The mock
+     * API server removes it at once, as a kubelet does a pod whose process ends on SIGTERM: what the operator's cache
+     * last held of it is all that says who stopped it.
+     */
+    public void evictThroughTheApi(String podName) {
+        client.pods().inNamespace(namespace).withName(podName).editStatus(pod -> new io.fabric8.kubernetes.api.model.PodBuilder(pod)
+                .editStatus().addNewCondition().withType("DisruptionTarget").withStatus("True").withReason("EvictionByEvictionAPI")
+                .withMessage("Eviction API: evicting").withLastTransitionTime(java.time.Instant.now().toString()).endCondition()
+                .endStatus().build());
+        client.pods().inNamespace(namespace).withName(podName).delete();
+    }
+
     public List<Pod> pods() {
         return client.pods().inNamespace(namespace).list().getItems();
     }

@@ -111,6 +111,16 @@ class PyTorchJobTest {
     }
 
     @Test
+    void aRankEvictedAndRemovedBeforeAnyPassSawItIsOneRestartSaidInTheEvictionAPIsWords() {
+        OperatorHarness cluster = running("kf-evicted-gone", "ExitCode", "{backoffLimit: 3}");
+        String uid = cluster.pod("j-worker-1").getMetadata().getUid();
+        cluster.evictThroughTheApi("j-worker-1");
+        cluster.awaitNewPod("j-worker-1", uid);
+        assertEquals(1, cluster.awaitPyTorchJob("j", j -> j.getStatus().backoffCount == 1).getStatus().backoffCount);
+        cluster.awaitEvent("JobRestarting", "pod j-worker-1 was evicted (EvictionByEvictionAPI: Eviction API: evicting)");
+    }
+
+    @Test
     void suspendRemovesPodsAndServicesAndResumeStartsTheJobAgain() {
         OperatorHarness cluster = running("kf-suspend", "OnFailure", "{backoffLimit: 3}");
         UserEdits.edit(client.resources(PyTorchJob.class).inNamespace(cluster.namespace).withName("j"), j -> {
