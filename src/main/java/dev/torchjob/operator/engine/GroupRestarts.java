@@ -15,6 +15,7 @@ import dev.torchjob.operator.engine.JobState.ReplicaState;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
+import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
@@ -29,6 +30,9 @@ final class GroupRestarts {
      * until the kubelet's SIGKILL, while the new group waits for every old pod to go.
      */
     static final long SURVIVOR_GRACE_SECONDS = 5;
+    /** What a restart says when every rank that stopped only lost a peer. */
+    static final String ONLY_LOST_PEERS = "each says a peer was lost and none failed on its own (the network between them, or a rank "
+            + "stopped where no pod shows it)";
 
     private final TrainingJob job;
     private final JobState previous;
@@ -80,7 +84,10 @@ final class GroupRestarts {
         }
         Stopped cause = incident.cause();
         int limit = job.runPolicy().backoffLimit();
-        if (!RestartRules.isRestartable(cause.policy(), cause.ending(), job.retryableExitCodes())) {
+        // ExitCode tells a code error from a fault outside the code by the exit code; ranks that all say they lost a peer
+        // raised no error of their own, whatever code they exited with.
+        boolean noCodeError = cause.policy() == RestartPolicy.ExitCode && incident.onlyLostPeers();
+        if (!noCodeError && !RestartRules.isRestartable(cause.policy(), cause.ending(), job.retryableExitCodes())) {
             return Optional.of(fails(incident, Outcome.ReplicaFailedPermanently, "restartPolicy " + cause.policy() + " does not restart "
                     + cause.slot().podName()));
         }
@@ -156,7 +163,8 @@ final class GroupRestarts {
         boolean inPlaceCause = ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE;
         out.counted(cause.slot().type(), ending.exitCode() != null && (ending.cause() == ReplicaEnding.Cause.FAILED || inPlaceCause)
                 ? ending.exitCode().toString() : ending.cause().name().toLowerCase(), inPlaceCause);
-        String message = incident.story() + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
+        String message = incident.story() + (incident.onlyLostPeers() ? "; " + ONLY_LOST_PEERS : "")
+                + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
                 + "; the job restarts as a group (" + PassOutput.restartOf(ledger.backoffCount(), limit)
                 + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));

@@ -22,8 +22,9 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  * deletion was asked for), in whole seconds as the API serves it. In the same second, a rank whose
  * output does not say a peer was lost comes before one whose output does (such a rank may even die
  * by a signal: an abort on the lost connection); then a stop from outside the code (deleted, evicted,
- * OOMKilled, killed by a signal: exit code above 128) before an exit of the program's own; then rank order. A pod that vanished before any pass saw it being deleted has no time:
- * its deletion is taken as first.
+ * OOMKilled, killed by a signal: exit code above 128) before an exit of the program's own; then rank order. A pod
+ * removed between two passes is judged by its last state; one that vanished while no operator ran has no time: its
+ * deletion is taken as first.
  */
 record Incident(Stopped cause, List<Stopped> consequences) {
 
@@ -46,6 +47,15 @@ record Incident(Stopped cause, List<Stopped> consequences) {
     static Incident of(List<Stopped> failures) {
         List<Stopped> ordered = failures.stream().sorted(FIRST).toList();
         return new Incident(ordered.get(0), ordered.subList(1, ordered.size()));
+    }
+
+    /**
+     * Every rank that stopped says a peer of its group was lost, and none failed on its own: the fault is between
+     * them (the network, a rank stopped where no pod shows it, a new rank that reached the old master), never a
+     * code error, whatever the exit code.
+     */
+    boolean onlyLostPeers() {
+        return Stream.concat(Stream.of(cause), consequences.stream()).allMatch(s -> s.ending().showsLostPeer());
     }
 
     /** The replica stopped in this incident, as its cause or a consequence. */

@@ -186,6 +186,40 @@ class GroupRestartTest {
     }
 
     @Test
+    void ranksThatAllSayTheyLostAPeerAreOneRestartEvenUnderExitCode() {
+        // A rank lost where no pod shows it (its node cut off, or a new rank that reached the old master's address):
+        // every rank that stopped says only that a peer went away. No code error, whatever the exit code.
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.exit("j-worker-0", 1, "Error", "[c10d] The client socket has failed to connect (errno: 113 - No route to host).\n" + LOST_PEER,
+                FAULT);
+        run.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        run.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT.plusSeconds(1));
+        Decision restart = run.pass();
+        assertEquals(null, restart.state().outcome());
+        assertEquals(1, restart.state().backoffCount());
+        String said = events(restart, "JobRestarting").get(0).message();
+        assertTrue(said.startsWith("pod j-master-0 (container pytorch) exited with code 1 (Error); then j-worker-0 (exit code 1), j-worker-1 "
+                + "(exit code 1) failed too, consequences (not counted); " + GroupRestarts.ONLY_LOST_PEERS
+                + "; the job restarts as a group (restart 1 of backoffLimit 3)"), said);
+    }
+
+    @Test
+    void ranksThatLostAPeerAreStillNotRestartedUnderNeverNorWhenOneOfThemFailedOnItsOwn() {
+        Run never = running(RestartPolicy.Never, 3);
+        never.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        never.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT);
+        never.exit("j-worker-1", 1, "Error", LOST_PEER, FAULT);
+        assertEquals(Outcome.ReplicaFailedPermanently, never.pass().state().outcome());
+
+        Run codeErrorLater = running(RestartPolicy.ExitCode, 3);
+        codeErrorLater.exit("j-master-0", 1, "Error", LOST_PEER, FAULT);
+        codeErrorLater.exit("j-worker-0", 1, "Error", LOST_PEER, FAULT);
+        codeErrorLater.exit("j-worker-1", 1, "Error", CODE_ERROR, FAULT.plusSeconds(1)); // its own error, a second later
+        Decision failed = codeErrorLater.pass();
+        assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome(), "a rank raised its own error: a code error stays one");
+    }
+
+    @Test
     void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.exit("j-worker-1", 2, "Error", CODE_ERROR, FAULT);
