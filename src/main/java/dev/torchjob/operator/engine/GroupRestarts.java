@@ -16,6 +16,7 @@ import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
@@ -123,6 +124,12 @@ final class GroupRestarts {
                 .mapToInt(ReplicaState::failuresInARow).max().orElse(0);
         Duration delay = backoff.delay(inARow);
         Instant restartAt = delay.isZero() ? null : now.plus(delay);
+        Optional<Instant> oldAddressForgotten = backoff.oldAddressForgottenAt(lastStart(topology), incident.firstAt().orElse(now))
+                .filter(at -> at.isAfter(now));
+        boolean waitsForDns = oldAddressForgotten.isPresent() && (restartAt == null || oldAddressForgotten.get().isAfter(restartAt));
+        if (waitsForDns) {
+            restartAt = oldAddressForgotten.get();
+        }
         ledger.countIncident();
         record(incident, inARow + 1);
         Map<String, RestartedInPlace> keptInPlace = survivors ? Map.of()
@@ -166,8 +173,24 @@ final class GroupRestarts {
         String message = incident.story() + (incident.onlyLostPeers() ? "; " + ONLY_LOST_PEERS : "")
                 + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
                 + "; the job restarts as a group (" + PassOutput.restartOf(ledger.backoffCount(), limit)
-                + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
+                + (waitsForDns ? "; new pods at " + restartAt + ", once the cluster's DNS no longer answers "
+                        + topology.master().podName() + "'s name with its old address"
+                        : restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
+    }
+
+    /** When the last of the group's containers started (a container the kubelet restarted in place: its new start). */
+    private Instant lastStart(JobTopology topology) {
+        return topology.slots().stream().map(slot -> pods.get(slot.podName())).filter(Objects::nonNull)
+                .filter(pod -> pod.getStatus() != null && pod.getStatus().getContainerStatuses() != null)
+                .flatMap(pod -> pod.getStatus().getContainerStatuses().stream())
+                .map(GroupRestarts::startedAt).filter(Objects::nonNull).max(Comparator.naturalOrder()).orElse(null);
+    }
+
+    private static Instant startedAt(ContainerStatus status) {
+        var state = status.getState();
+        return ReplicaEnding.time(state == null ? null : state.getRunning() != null ? state.getRunning().getStartedAt()
+                : state.getTerminated() != null ? state.getTerminated().getStartedAt() : null);
     }
 
     /**

@@ -65,8 +65,13 @@ record Incident(Stopped cause, List<Stopped> consequences) {
 
     /** When the verdict stops waiting for replicas still running: {@link #SETTLE} after the first failure with a known time. */
     Optional<Instant> settlesAt() {
+        return firstAt().map(at -> at.plus(SETTLE));
+    }
+
+    /** When the first of its failures with a known time happened. */
+    Optional<Instant> firstAt() {
         return Stream.concat(Stream.of(cause), consequences.stream())
-                .map(s -> s.ending().at()).filter(Objects::nonNull).min(Comparator.naturalOrder()).map(at -> at.plus(SETTLE));
+                .map(s -> s.ending().at()).filter(Objects::nonNull).min(Comparator.naturalOrder());
     }
 
     /** "pod j-worker-0 (container pytorch) exited with code 137 (Error); then j-master-0 (exit code 1) failed too, a consequence". */

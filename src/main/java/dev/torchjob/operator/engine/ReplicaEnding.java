@@ -119,7 +119,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     }
 
     /** A Kubernetes time (whole seconds, as the API serves them); null when absent or unreadable. */
-    private static Instant time(String value) {
+    static Instant time(String value) {
         try {
             return value == null ? null : Instant.parse(value).truncatedTo(ChronoUnit.SECONDS);
         } catch (DateTimeParseException e) {

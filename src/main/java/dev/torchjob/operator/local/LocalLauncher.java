@@ -155,6 +155,7 @@ public final class LocalLauncher {
         // A crash loop on a laptop is watched live: a short back-off (still doubling) keeps it readable.
         settings.put("torchjob.restart-backoff.initial", System.getProperty("torchjob.restart-backoff.initial", "1s"));
         settings.put("torchjob.restart-backoff.max", System.getProperty("torchjob.restart-backoff.max", "30s"));
+        settings.put("torchjob.restart-backoff.dns-cache", "0s"); // one machine: the master is reached without DNS
         settings.put("quarkus.http.port", metricsPort);
         settings.put("quarkus.http.host", "127.0.0.1");
         settings.put("quarkus.banner.enabled", "false");

@@ -26,14 +26,18 @@ public class OperatorBeans {
         return Clock.systemUTC();
     }
 
-    /** The wait before a failed replica's new pod, kubelet-like by default (10 s doubling to 5 min, reset after a 10 min run). */
+    /**
+     * The wait before a failed replica's new pod, kubelet-like by default (10 s doubling to 5 min, reset after a 10 min run);
+     * a group restarting soon after its start also waits out the cluster's DNS cache (30 s, kubeadm's Corefile).
+     */
     @Produces
     @Singleton
     RestartBackoff restartBackoff(
             @ConfigProperty(name = "torchjob.restart-backoff.initial", defaultValue = "10s") Duration initial,
             @ConfigProperty(name = "torchjob.restart-backoff.max", defaultValue = "5m") Duration max,
-            @ConfigProperty(name = "torchjob.restart-backoff.reset-after", defaultValue = "10m") Duration resetAfter) {
-        return new RestartBackoff(initial, max, resetAfter);
+            @ConfigProperty(name = "torchjob.restart-backoff.reset-after", defaultValue = "10m") Duration resetAfter,
+            @ConfigProperty(name = "torchjob.restart-backoff.dns-cache", defaultValue = "30s") Duration dnsCache) {
+        return new RestartBackoff(initial, max, resetAfter, dnsCache);
     }
 
     /** The same client (its connections, its settings) with the one retry of {@link PassClient}. */

@@ -157,7 +157,9 @@ public final class OperatorInstall {
     private OperatorProcess start(Path kubeconfig, Map<String, String> settings, boolean leaderElection) {
         Path log = cluster.work.resolve("logs").resolve("operator-" + (++started) + ".log");
         // As the kubernetes/kubeflow/ overlay installs it: both job kinds served.
-        Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true"));
+        // The tier's CoreDNS keeps answers 5 s (its Corefile: cache 5, ttl 5): a group restarting sooner waits that out.
+        Map<String, String> all = new java.util.HashMap<>(Map.of("torchjob.restart-backoff.initial", "0s", "torchjob.kubeflow.enabled", "true",
+                "torchjob.restart-backoff.dns-cache", "5s"));
         all.putAll(settings);
         try {
             return new OperatorProcess(kubeconfig, log, all, leaderElection).start();

@@ -219,6 +219,61 @@ class GroupRestartTest {
         assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome(), "a rank raised its own error: a code error stays one");
     }
 
+    /** The containers of every running pod of the run started at {@code at}. */
+    private static void startedAt(Run run, Instant at) {
+        run.pods.values().forEach(pod -> pod.setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Running")
+                .addNewContainerStatus().withName("pytorch").withNewState().withNewRunning().withStartedAt(at.toString()).endRunning()
+                .endState().endContainerStatus().build()));
+    }
+
+    private static final RestartBackoff DNS_CACHE_30S = new RestartBackoff(Duration.ZERO, Duration.ZERO, Duration.ofMinutes(10),
+            Duration.ofSeconds(30));
+
+    @Test
+    void aGroupRestartingSoonAfterItStartedWaitsTillTheClusterDnsNoLongerGivesTheOldMastersAddress() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.backoff = DNS_CACHE_30S;
+        startedAt(run, FAULT.minusSeconds(8)); // the ranks looked the master up after this, before the fault
+        run.exit("j-worker-0", 137, "OOMKilled", null, FAULT);
+        Decision restart = run.pass();
+        assertEquals(1, restart.state().backoffCount());
+        assertEquals("pod j-worker-0 (container pytorch) exited with code 137 (OOMKilled); stopping j-master-0, j-worker-1; the job restarts "
+                + "as a group (restart 1 of backoffLimit 3; new pods at " + FAULT.plusSeconds(30) + ", once the cluster's DNS no longer "
+                + "answers j-master-0's name with its old address)", events(restart, "JobRestarting").get(0).message());
+        run.removed("j-worker-0");
+        run.now = FAULT.plusSeconds(29);
+        assertEquals(List.of(), run.pass().podsToCreate(), "a new rank now could be given the old master's address");
+        run.now = FAULT.plusSeconds(30);
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
+        assertEquals(1, run.state.backoffCount());
+    }
+
+    @Test
+    void aGroupThatRanLongerThanItsRanksTakeToLookTheMasterUpRestartsAtOnce() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.backoff = DNS_CACHE_30S;
+        startedAt(run, FAULT.minus(Duration.ofHours(2)));
+        run.exit("j-worker-0", 137, "OOMKilled", null, FAULT);
+        run.pods.get("j-worker-0").getStatus().getContainerStatuses().get(0).getState().getTerminated()
+                .setStartedAt(FAULT.minus(Duration.ofHours(2)).toString());
+        Decision restart = run.pass();
+        assertTrue(events(restart, "JobRestarting").get(0).message().endsWith("(restart 1 of backoffLimit 3)"),
+                events(restart, "JobRestarting").toString());
+        assertEquals(List.of(), List.copyOf(run.pods.keySet()), "the old group is ended at once");
+        assertEquals(List.of("j-master-0", "j-worker-0", "j-worker-1"), names(run.pass().podsToCreate()));
+    }
+
+    @Test
+    void theDnsWaitAndTheBackOffTakeTheLaterOfTheTwo() {
+        RestartBackoff both = new RestartBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5), Duration.ofMinutes(10), Duration.ofSeconds(30));
+        Instant start = FAULT.minusSeconds(20);
+        assertEquals(Optional.of(FAULT.plusSeconds(30)), both.oldAddressForgottenAt(start, FAULT), "looked up before the fault");
+        assertEquals(Optional.of(start.plusSeconds(90)), both.oldAddressForgottenAt(start, start.plusSeconds(600)),
+                "looked up within a minute of the start");
+        assertEquals(Optional.of(FAULT.plusSeconds(30)), both.oldAddressForgottenAt(null, FAULT), "no start known: the fault bounds it");
+        assertEquals(Optional.empty(), RestartBackoff.NONE.oldAddressForgottenAt(start, FAULT), "no DNS to wait for");
+    }
+
     @Test
     void theEarlierSecondIsTheCauseEvenWhenItIsAPlainExit() {
         Run run = running(RestartPolicy.ExitCode, 3);

@@ -151,7 +151,7 @@ class RealNodeFaultsIT {
         List<String> restarting = events(ns, "JobRestarting");
         assertEquals(1, restarting.size(), "one incident, said once: " + events(ns, null));
         assertTrue(restarting.get(0).startsWith(causeStart), restarting.get(0));
-        assertTrue(restarting.get(0).contains("the job restarts as a group (restart 1 of backoffLimit 2)"), restarting.get(0));
+        assertTrue(restarting.get(0).contains("the job restarts as a group (restart 1 of backoffLimit 2"), restarting.get(0));
         assertTrue(events(ns, "ReplicaRestarted").isEmpty(), events(ns, null).toString());
         String master = logs(ns, job + "-master-0");
         assertTrue(master.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), master);
