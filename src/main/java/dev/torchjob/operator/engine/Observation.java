@@ -27,13 +27,8 @@ public record Observation<J>(J job, Collection<Pod> pods, boolean serviceExists,
         Map<String, Pod> gonePods) {
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
-            Map<String, String> createdPods, QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, Gang gang) {
-        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, gang, Map.of());
-    }
-
-    public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
             Map<String, String> createdPods, QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
-        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, Gang.NONE);
+        this(job, pods, serviceExists, podGroup, now, createdPods, queue, podWarnings, Gang.NONE, Map.of());
     }
 
     public Observation(J job, Collection<Pod> pods, boolean serviceExists, PodGroupState podGroup, Instant now,
