@@ -197,7 +197,7 @@ public final class Engine {
                 inPlace.clear();
                 failures.clear();
             }
-            Optional<Ending> ended = replicaRestarts.apply(stopped, inPlace, missing);
+            Optional<Ending> ended = replicaRestarts.apply(topology, stopped, inPlace, missing);
             if (ended.isPresent()) {
                 return end(ended.get().outcome(), ended.get().message(), topology);
             }
@@ -210,7 +210,18 @@ public final class Engine {
             // master still shutting down (its name still resolves to it) and fail there.
             boolean oldGroupLeft = job.restartsAsGroup() && pods.values().stream().anyMatch(ledger::isCounted);
             boolean heldByGang = gang.hold().isPresent() && !missing.isEmpty();
-            for (ReplicaSlot slot : oldGroupLeft || heldByGang ? List.<ReplicaSlot>of() : missing) {
+            // A group restart decided its own wait for the DNS when it counted the incident; anything else (a resume, a
+            // replica's restart) waits here.
+            Optional<Instant> oldMasterAddress = missing.isEmpty() || (job.restartsAsGroup() && ledger.hasEntries()) ? Optional.empty()
+                    : MasterAddress.oldAddressForgottenAt(context, topology);
+            oldMasterAddress.ifPresent(at -> {
+                out.recheckAt(at);
+                if (resuming) {
+                    out.events.add(JobEvent.normal("ResumeWaiting", "New pods " + MasterAddress.waiting(topology, at)
+                            + ": the ranks looked it up before the job stopped."));
+                }
+            });
+            for (ReplicaSlot slot : oldGroupLeft || heldByGang || oldMasterAddress.isPresent() ? List.<ReplicaSlot>of() : missing) {
                 out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");

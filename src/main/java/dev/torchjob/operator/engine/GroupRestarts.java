@@ -16,7 +16,6 @@ import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
 import dev.torchjob.operator.engine.TrainingJob.RestartPolicy;
-import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
@@ -173,8 +172,7 @@ final class GroupRestarts {
         String message = incident.story() + (incident.onlyLostPeers() ? "; " + ONLY_LOST_PEERS : "")
                 + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
                 + "; the job restarts as a group (" + PassOutput.restartOf(ledger.backoffCount(), limit)
-                + (waitsForDns ? "; new pods at " + restartAt + ", once the cluster's DNS no longer answers "
-                        + topology.master().podName() + "'s name with its old address"
+                + (waitsForDns ? "; new pods " + MasterAddress.waiting(topology, restartAt)
                         : restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pods at " + restartAt) + ")";
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(message)).about(cause.podUid()));
     }
@@ -182,15 +180,7 @@ final class GroupRestarts {
     /** When the last of the group's containers started (a container the kubelet restarted in place: its new start). */
     private Instant lastStart(JobTopology topology) {
         return topology.slots().stream().map(slot -> pods.get(slot.podName())).filter(Objects::nonNull)
-                .filter(pod -> pod.getStatus() != null && pod.getStatus().getContainerStatuses() != null)
-                .flatMap(pod -> pod.getStatus().getContainerStatuses().stream())
-                .map(GroupRestarts::startedAt).filter(Objects::nonNull).max(Comparator.naturalOrder()).orElse(null);
-    }
-
-    private static Instant startedAt(ContainerStatus status) {
-        var state = status.getState();
-        return ReplicaEnding.time(state == null ? null : state.getRunning() != null ? state.getRunning().getStartedAt()
-                : state.getTerminated() != null ? state.getTerminated().getStartedAt() : null);
+                .map(MasterAddress::lastStart).filter(Objects::nonNull).max(Comparator.naturalOrder()).orElse(null);
     }
 
     /**

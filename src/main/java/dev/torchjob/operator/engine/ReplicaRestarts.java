@@ -16,6 +16,7 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  * stopped replica is judged by its own policy and each failure costs one restart of the budget.
  */
 final class ReplicaRestarts {
+    private final PassContext pass;
     private final TrainingJob job;
     private final JobState previous;
     private final RestartLedger ledger;
@@ -25,6 +26,7 @@ final class ReplicaRestarts {
     private final PassOutput out;
 
     ReplicaRestarts(PassContext pass) {
+        this.pass = pass;
         this.job = pass.job();
         this.previous = pass.previous();
         this.ledger = pass.ledger();
@@ -37,9 +39,10 @@ final class ReplicaRestarts {
     /**
      * Counts the kubelet's restarts in place, then decides on the stopped replicas: the ending of the job
      * when one may not restart or the budget cannot pay, else each restarts (its new pod now, or when its
-     * back-off is due: {@code missing} gets the slots to create now).
+     * back-off is due, and not while the cluster's DNS may still answer the master's name with the address of its pod
+     * that ended ({@link MasterAddress}): {@code missing} gets the slots to create now).
      */
-    Optional<Ending> apply(List<Stopped> stopped, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing) {
+    Optional<Ending> apply(JobTopology topology, List<Stopped> stopped, List<RestartedInPlace> inPlace, List<ReplicaSlot> missing) {
         int limit = job.runPolicy().backoffLimit();
         for (RestartedInPlace restarted : inPlace) {
             Optional<Ending> spent = countInPlace(restarted, limit);
@@ -64,8 +67,10 @@ final class ReplicaRestarts {
             out.events.add(JobEvent.warning("ReplicaFailed", message).about(spent.replica().podUid()));
             return Optional.of(new Ending(Outcome.BackoffLimitExceeded, message));
         }
-        for (Stopped s : ((RestartDecision.Restart) decision).restarts()) {
-            Optional<Instant> restartAt = countRestart(s, limit);
+        List<Stopped> restarts = ((RestartDecision.Restart) decision).restarts();
+        Optional<Instant> oldAddressForgotten = restarts.isEmpty() ? Optional.empty() : MasterAddress.oldAddressForgottenAt(pass, topology);
+        for (Stopped s : restarts) {
+            Optional<Instant> restartAt = countRestart(topology, s, limit, oldAddressForgotten);
             if (restartAt.isPresent()) {
                 out.recheckAt(restartAt.get());
             } else if (s.pod() != null) {
@@ -100,8 +105,8 @@ final class ReplicaRestarts {
         return Optional.empty();
     }
 
-    /** Counts the restart; when the back-off makes it wait, returns when its new pod is due. */
-    private Optional<Instant> countRestart(Stopped s, int limit) {
+    /** Counts the restart; when the back-off or the master's old address makes it wait, returns when its new pod is due. */
+    private Optional<Instant> countRestart(JobTopology topology, Stopped s, int limit, Optional<Instant> oldAddressForgotten) {
         ReplicaEnding ending = s.ending();
         Duration delay = Duration.ZERO;
         if (s.isFailure()) {
@@ -112,12 +117,17 @@ final class ReplicaRestarts {
             view.failed(ending, inARow + 1);
         }
         Instant restartAt = delay.isZero() ? null : now.plus(delay);
+        boolean waitsForDns = oldAddressForgotten.isPresent() && (restartAt == null || oldAddressForgotten.get().isAfter(restartAt));
+        if (waitsForDns) {
+            restartAt = oldAddressForgotten.get();
+        }
         ledger.count(s.slot().podName(), s.podUid(), restartAt);
         out.counted(s.slot().type(), ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
                 ? ending.exitCode().toString() : ending.cause().name().toLowerCase(), false);
         out.events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " ("
                 + PassOutput.restartOf(ledger.backoffCount(), limit)
-                + (restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pod at " + restartAt) + ")")).about(s.podUid()));
+                + (waitsForDns ? "; new pod " + MasterAddress.waiting(topology, restartAt)
+                        : restartAt == null ? "" : "; back-off " + delay.toSeconds() + " s, new pod at " + restartAt) + ")")).about(s.podUid()));
         return Optional.ofNullable(restartAt);
     }
 }

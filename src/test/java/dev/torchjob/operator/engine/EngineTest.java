@@ -138,6 +138,12 @@ class EngineTest {
             for (Plan.PodDeletion deletion : decision.podsToDelete()) {
                 Pod pod = pods.get(deletion.name());
                 if (!lingering.contains(deletion.name())) {
+                    // As the API server does for a graceful deletion: the pod is marked, then removed once its containers stopped.
+                    if (pod.getMetadata().getDeletionTimestamp() == null) {
+                        long grace = deletion.gracePeriodSeconds() == null ? 30 : deletion.gracePeriodSeconds();
+                        pod.getMetadata().setDeletionTimestamp(now.plusSeconds(grace).toString());
+                        pod.getMetadata().setDeletionGracePeriodSeconds(grace);
+                    }
                     removed(deletion.name());
                 } else if (pod.getMetadata().getDeletionTimestamp() == null) {
                     long grace = deletion.gracePeriodSeconds() == null ? 30 : deletion.gracePeriodSeconds();
@@ -184,6 +190,13 @@ class EngineTest {
                         .withNewRunning().endRunning().build());
                 deleting(pod, at);
             }
+        }
+
+        /** The containers of every pod of the run started at {@code at}, and are running. */
+        void startedAt(Instant at) {
+            pods.values().forEach(pod -> pod.setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Running")
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewRunning().withStartedAt(at.toString()).endRunning()
+                    .endState().endContainerStatus().build()));
         }
 
         /** The pod leaves the cluster (its deletion finished, or it was forced) before the next pass. */

@@ -219,21 +219,14 @@ class GroupRestartTest {
         assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome(), "a rank raised its own error: a code error stays one");
     }
 
-    /** The containers of every running pod of the run started at {@code at}. */
-    private static void startedAt(Run run, Instant at) {
-        run.pods.values().forEach(pod -> pod.setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Running")
-                .addNewContainerStatus().withName("pytorch").withNewState().withNewRunning().withStartedAt(at.toString()).endRunning()
-                .endState().endContainerStatus().build()));
-    }
-
-    private static final RestartBackoff DNS_CACHE_30S = new RestartBackoff(Duration.ZERO, Duration.ZERO, Duration.ofMinutes(10),
+    static final RestartBackoff DNS_CACHE_30S = new RestartBackoff(Duration.ZERO, Duration.ZERO, Duration.ofMinutes(10),
             Duration.ofSeconds(30));
 
     @Test
     void aGroupRestartingSoonAfterItStartedWaitsTillTheClusterDnsNoLongerGivesTheOldMastersAddress() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.backoff = DNS_CACHE_30S;
-        startedAt(run, FAULT.minusSeconds(8)); // the ranks looked the master up after this, before the fault
+        run.startedAt(FAULT.minusSeconds(8)); // the ranks looked the master up after this, before the fault
         run.exit("j-worker-0", 137, "OOMKilled", null, FAULT);
         Decision restart = run.pass();
         assertEquals(1, restart.state().backoffCount());
@@ -252,7 +245,7 @@ class GroupRestartTest {
     void aGroupThatRanLongerThanItsRanksTakeToLookTheMasterUpRestartsAtOnce() {
         Run run = running(RestartPolicy.ExitCode, 3);
         run.backoff = DNS_CACHE_30S;
-        startedAt(run, FAULT.minus(Duration.ofHours(2)));
+        run.startedAt(FAULT.minus(Duration.ofHours(2)));
         run.exit("j-worker-0", 137, "OOMKilled", null, FAULT);
         run.pods.get("j-worker-0").getStatus().getContainerStatuses().get(0).getState().getTerminated()
                 .setStartedAt(FAULT.minus(Duration.ofHours(2)).toString());

@@ -205,6 +205,33 @@ class RealNodeFaultsIT {
     }
 
     /**
+     * A job paused mid-training and resumed as soon as it says Paused: its ranks looked the master's name up seconds
+     * before, so the cluster's DNS may still give the old master's address to the new ranks, whose rendezvous would
+     * then fail ({@code No route to host}). With {@code backoffLimit: 0} any such failure ends the job: it must train
+     * on from its checkpoint with nothing counted.
+     */
+    @Test
+    void aJobPausedMidTrainingAndResumedAtOnceTrainsOnWithNothingCounted() {
+        String ns = install.namespace("resumed");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "r", "backoffLimit: 0", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+        awaitLogged(ns, "r-master-0", "epoch 3/" + EPOCHS);
+        kubectl.run("patch", "pj", "r", "-n", ns, "--type=merge", "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}")
+                .orFail();
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+                .until(() -> RealNodeJobs.t9k(ns, "r").getStatus().phase == JobPhase.Paused);
+        Instant resumed = Instant.now();
+        kubectl.run("patch", "pj", "r", "-n", ns, "--type=merge", "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":false}}}}")
+                .orFail();
+        PyTorchTrainingJob done = awaitT9k(ns, "r", JobPhase.Succeeded);
+        assertEquals(0, done.getStatus().backoffCount, events(ns, null).toString());
+        String master = logs(ns, "r-master-0");
+        assertTrue(master.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), master);
+        assertTrue(master.contains("final accuracy"), master);
+        recordTimeToTrainAgain(ns, resumed, "r-master-0", "r-worker-0");
+    }
+
+    /**
      * A rank's scratch space (an emptyDir with a sizeLimit) filled past its limit mid-training, as a data loader's
      * cache would, written from the machine into the volume: the kubelet evicts the pod, and the job restarts as a
      * group once, said in the kubelet's words. Its peers then fail on the lost connection, consequences. The kubelet
