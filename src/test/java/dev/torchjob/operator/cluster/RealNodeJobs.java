@@ -139,6 +139,18 @@ public final class RealNodeJobs {
         return java.time.Instant.parse(line.substring(0, line.indexOf(' ')));
     }
 
+    /**
+     * Returns once the pod runs and has logged {@code line}. A container still being created has no log yet
+     * (kubectl says so, exit 1): that is waited through, not taken for a failure.
+     */
+    public static void awaitLogged(String ns, String pod, String line) {
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> {
+            var p = admin().pods().inNamespace(ns).withName(pod).get();
+            return p != null && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())
+                    && kubectl().run("logs", "-n", ns, pod).out().contains(line);
+        });
+    }
+
     public static String logs(String ns, String pod) {
         return kubectl().run("logs", "-n", ns, pod).orFail().out();
     }

@@ -1,6 +1,7 @@
 package dev.torchjob.operator.cluster.realnode;
 
 import static dev.torchjob.operator.cluster.RealNodeJobs.TRAINING;
+import static dev.torchjob.operator.cluster.RealNodeJobs.awaitLogged;
 import static dev.torchjob.operator.cluster.RealNodeJobs.awaitT9k;
 import static dev.torchjob.operator.cluster.RealNodeJobs.events;
 import static dev.torchjob.operator.cluster.RealNodeJobs.logs;
@@ -113,15 +114,6 @@ class RealNodeFaultsIT {
 
     static String state(Path folder) {
         return "volumes: [{name: state, hostPath: {path: " + folder + ", type: DirectoryOrCreate}}]\n";
-    }
-
-    /** Returns once the master has logged {@code line}: the ranks are past the rendezvous, in training. */
-    static void awaitLogged(String ns, String pod, String line) {
-        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> {
-            Pod p = admin.pods().inNamespace(ns).withName(pod).get();
-            return p != null && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())
-                    && kubectl.run("logs", "-n", ns, pod).out().contains(line);
-        });
     }
 
     static Set<String> podUids(String ns) {

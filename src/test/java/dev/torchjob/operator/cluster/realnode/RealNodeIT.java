@@ -1,6 +1,7 @@
 package dev.torchjob.operator.cluster.realnode;
 
 import static dev.torchjob.operator.cluster.RealNodeJobs.TRAINING;
+import static dev.torchjob.operator.cluster.RealNodeJobs.awaitLogged;
 import static dev.torchjob.operator.cluster.RealNodeJobs.awaitT9k;
 import static dev.torchjob.operator.cluster.RealNodeJobs.events;
 import static dev.torchjob.operator.cluster.RealNodeJobs.finalAccuracy;
@@ -374,7 +375,7 @@ class RealNodeIT {
     void aJobDeletedWhileTrainingStopsAtOnceAndLeavesNothing() {
         String ns = install.namespace("deleted");
         submitT9k(ns, "long", "backoffLimit: 2", training("master", "OnFailure", 100_000) + training("worker", "OnFailure", 100_000));
-        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> logs(ns, "long-master-0").contains("epoch 2/"));
+        awaitLogged(ns, "long-master-0", "epoch 2/");
         long start = System.nanoTime();
         kubectl.run("delete", "pj", "long", "-n", ns, "--wait=false").orFail();
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
@@ -395,7 +396,7 @@ class RealNodeIT {
         String ns = install.namespace(how);
         submitT9k(ns, "long", how.equals("deadline") ? "activeDeadlineSeconds: 30" : "backoffLimit: 2",
                 training("master", "OnFailure", 100_000) + training("worker", "OnFailure", 100_000));
-        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> logs(ns, "long-master-0").contains("epoch 2/"));
+        awaitLogged(ns, "long-master-0", "epoch 2/");
         if (how.equals("pause")) {
             kubectl.run("patch", "pj", "long", "-n", ns, "--type=merge", "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}")
                     .orFail();
