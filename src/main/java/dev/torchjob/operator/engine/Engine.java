@@ -216,9 +216,11 @@ public final class Engine {
                     : MasterAddress.oldAddressForgottenAt(context, topology);
             oldMasterAddress.ifPresent(at -> {
                 out.recheckAt(at);
-                if (resuming) {
-                    out.events.add(JobEvent.normal("ResumeWaiting", "New pods " + MasterAddress.waiting(topology, at)
-                            + ": the ranks looked it up before the job stopped."));
+                // Said once: on the pass that resumes the job, or the job's first (a job of this name deleted just before).
+                if (resuming || !previous.planned()) {
+                    out.events.add(JobEvent.normal(MasterAddress.WAITING_FOR_DNS, "New pods " + MasterAddress.waiting(topology, at)
+                            + (resuming ? ": the ranks looked it up before the job stopped."
+                                    : ": a pod of that name ended moments ago (a job of this name deleted just before?).")));
                 }
             });
             for (ReplicaSlot slot : oldGroupLeft || heldByGang || oldMasterAddress.isPresent() ? List.<ReplicaSlot>of() : missing) {

@@ -14,10 +14,15 @@ import io.fabric8.kubernetes.api.model.Pod;
  * pod of the master has a new address, and the cluster's DNS may go on answering with the old one for
  * {@link RestartBackoff#dnsCache()}: a rank given it fails its rendezvous at once ({@code No route to host}), and so
  * does the new master, which looks itself up. So while the old address may still be answered, no pod of the job is
- * created — after a pause or a Kueue eviction resumed soon, and for a master replaced alone. (A group restart
- * decides its own wait when it counts the incident: {@link GroupRestarts}.)
+ * created — after a pause or a Kueue eviction resumed soon, for a master replaced alone, and for a job created
+ * under the name of one deleted moments before (its pods have the same names: the pods kept as gone are the
+ * job name's, whichever job owned them). (A group restart decides its own wait when it counts the incident:
+ * {@link GroupRestarts}.)
  */
 final class MasterAddress {
+    /** The event that says a job's new pods wait for the cluster's DNS. */
+    static final String WAITING_FOR_DNS = "WaitingForDns";
+
     private MasterAddress() {
     }
 

@@ -55,8 +55,8 @@ class MasterAddressTest {
         Decision resumed = run.pass();
         assertEquals(List.of(), resumed.podsToCreate(), "a rank now could be given the old master's address and fail");
         Instant due = STOPPED.plusSeconds(30); // looked up before the pause, cached 30 s
-        assertEquals(List.of(JobEvent.normal("ResumeWaiting", "New pods at " + due + ", " + WAIT
-                + ": the ranks looked it up before the job stopped.")), events(resumed, "ResumeWaiting"));
+        assertEquals(List.of(JobEvent.normal("WaitingForDns", "New pods at " + due + ", " + WAIT
+                + ": the ranks looked it up before the job stopped.")), events(resumed, "WaitingForDns"));
         assertEquals(JobPhase.Resuming, resumed.state().phase());
         assertTrue(resumed.recheckAfter().isPresent() && !run.now.plus(resumed.recheckAfter().get()).isAfter(due),
                 "a pass comes when it is due");
@@ -85,7 +85,7 @@ class MasterAddressTest {
         ranLong.runMode(RunMode.TRAIN);
         Decision resumed = ranLong.pass();
         assertEquals(3, resumed.podsToCreate().size(), "its ranks looked the master up within a minute of their start, an hour ago");
-        assertTrue(events(resumed, "ResumeWaiting").isEmpty());
+        assertTrue(events(resumed, "WaitingForDns").isEmpty());
     }
 
     @Test
@@ -95,6 +95,27 @@ class MasterAddressTest {
         run.now = STOPPED.plusSeconds(5);
         run.runMode(RunMode.TRAIN);
         assertEquals(3, run.pass().podsToCreate().size());
+    }
+
+    @Test
+    void aJobCreatedMomentsAfterOneOfItsNameWasDeletedWaitsForTheOldMastersAddressToo() {
+        Run old = started();
+        old.now = STOPPED;
+        old.pods.keySet().forEach(pod -> old.deleting(pod, STOPPED)); // the job deleted: its pods go with it
+        List.copyOf(old.pods.keySet()).forEach(old::removed);
+        Run recreated = new Run(2, 3);
+        recreated.backoff = DNS_CACHE_30S;
+        recreated.gone.putAll(old.gone); // the same pod names: the operator kept them as that name's
+        recreated.now = STOPPED.plusSeconds(3);
+        Decision first = recreated.pass();
+        assertEquals(List.of(), first.podsToCreate());
+        Instant due = STOPPED.plusSeconds(30);
+        assertEquals(List.of(JobEvent.normal(MasterAddress.WAITING_FOR_DNS, "New pods at " + due + ", " + WAIT
+                + ": a pod of that name ended moments ago (a job of this name deleted just before?).")),
+                events(first, MasterAddress.WAITING_FOR_DNS));
+        assertEquals(List.of(), events(recreated.pass(), MasterAddress.WAITING_FOR_DNS), "said once");
+        recreated.now = due;
+        assertEquals(3, recreated.pass().podsToCreate().size());
     }
 
     @Test
@@ -111,7 +132,7 @@ class MasterAddressTest {
         run.queue = QueueGateTest.ADMITTED;
         Decision readmitted = run.pass();
         assertEquals(List.of(), readmitted.podsToCreate());
-        assertEquals(1, events(readmitted, "ResumeWaiting").size(), readmitted.events().toString());
+        assertEquals(1, events(readmitted, "WaitingForDns").size(), readmitted.events().toString());
         assertEquals(1, events(readmitted, "Admitted").size(), "admitted all the same");
         run.now = STOPPED.plusSeconds(30);
         assertEquals(3, run.pass().podsToCreate().size());
