@@ -192,8 +192,9 @@ public final class KubeflowPlanner {
                 boolean elasticWorkers = model.elastic() && ReplicaTypes.WORKER.equals(group.type());
                 podSets.add(elasticWorkers
                         ? KueueWorkload.PodSet.of(group.type(), templates.pod(first), KubeflowModel.elasticMax(job.getSpec()),
-                                Optional.of(KubeflowModel.elasticMin(job.getSpec())))
-                        : KueueWorkload.PodSet.of(group.type(), templates.pod(first), group.replicas(), Optional.empty()));
+                                Optional.of(KubeflowModel.elasticMin(job.getSpec())), KubeflowLabels.REPLICA_INDEX)
+                        : KueueWorkload.PodSet.of(group.type(), templates.pod(first), group.replicas(), Optional.empty(),
+                                KubeflowLabels.REPLICA_INDEX));
             });
         }
         return podSets;

@@ -12,6 +12,7 @@ import java.util.Set;
 import dev.torchjob.operator.engine.QueueAdmission;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSchedulingGate;
 import io.fabric8.kubernetes.api.model.Toleration;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
@@ -24,6 +25,9 @@ public final class KueueAdmission {
     public static final String POD_SET_LABEL = "kueue.x-k8s.io/podset";
     public static final String LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name";
     public static final String CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name";
+    /** Topology-aware scheduling: Kueue's ungater finds a gated pod by its Workload and places it in its domain. */
+    public static final String WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload";
+    public static final String TOPOLOGY_GATE = "kueue.x-k8s.io/topology";
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
     private KueueAdmission() {
@@ -56,9 +60,12 @@ public final class KueueAdmission {
     public record Flavor(Map<String, String> nodeLabels, List<Toleration> tolerations) {
     }
 
-    /** What the pods of one podSet get on admission. */
+    /**
+     * What the pods of one podSet get on admission; {@code schedulingGates}: Kueue's topology gate when
+     * the admission places the podSet in a topology, which Kueue lifts pod by pod with each one's domain.
+     */
     public record PodSetInfo(String name, int count, Map<String, String> nodeSelector, List<Toleration> tolerations,
-            Map<String, String> labels, Map<String, String> annotations) {
+            Map<String, String> labels, Map<String, String> annotations, List<String> schedulingGates) {
 
         /** Adds this admission to a pod about to be created; a key the pod sets differently is a conflict. */
         public Pod applyTo(Pod pod) {
@@ -69,6 +76,11 @@ public final class KueueAdmission {
             Set<Toleration> all = new LinkedHashSet<>(admitted.getSpec().getTolerations() == null ? List.of() : admitted.getSpec().getTolerations());
             all.addAll(tolerations);
             admitted.getSpec().setTolerations(all.isEmpty() ? null : new ArrayList<>(all));
+            List<PodSchedulingGate> gates = new ArrayList<>(admitted.getSpec().getSchedulingGates() == null ? List.of()
+                    : admitted.getSpec().getSchedulingGates());
+            schedulingGates.stream().filter(gate -> gates.stream().noneMatch(g -> gate.equals(g.getName())))
+                    .forEach(gate -> gates.add(new PodSchedulingGate(gate)));
+            admitted.getSpec().setSchedulingGates(gates.isEmpty() ? null : gates);
             return admitted;
         }
     }
@@ -186,6 +198,17 @@ public final class KueueAdmission {
                 labels.put(LOCAL_QUEUE_LABEL, queue);
                 labels.put(CLUSTER_QUEUE_LABEL, String.valueOf(admission.get("clusterQueue")));
                 Map<String, String> annotations = new LinkedHashMap<>();
+                List<String> gates = new ArrayList<>();
+                if (assignment.get("topologyAssignment") != null) {
+                    // As Kueue's integrations: gated until Kueue's ungater gives the pod its domain.
+                    annotations.put(WORKLOAD_ANNOTATION, workload.getMetadata().getName());
+                    Map<String, Object> request = specPodSets.stream().filter(p -> name.equals(p.get("name")))
+                            .map(p -> map(p.get("topologyRequest"))).findFirst().orElse(Map.of());
+                    if (!request.containsKey("required") && !request.containsKey("preferred") && !request.containsKey("unconstrained")) {
+                        annotations.put(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "true");
+                    }
+                    gates.add(TOPOLOGY_GATE);
+                }
                 for (Map<String, Object> check : list(status.get("admissionChecks"))) {
                     for (Map<String, Object> update : list(check.get("podSetUpdates"))) {
                         if (!name.equals(update.get("name"))) {
@@ -202,7 +225,7 @@ public final class KueueAdmission {
                         }
                     }
                 }
-                infos.put(name, new PodSetInfo(name, count, nodeSelector, List.copyOf(tolerations), labels, annotations));
+                infos.put(name, new PodSetInfo(name, count, nodeSelector, List.copyOf(tolerations), labels, annotations, List.copyOf(gates)));
             }
         } catch (Conflict e) {
             return new Unusable(e.getMessage());

@@ -27,6 +27,12 @@ public final class KueueWorkload {
     public static final String PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class";
     public static final String JOB_UID_LABEL = "kueue.x-k8s.io/job-uid";
     public static final String FINALIZER = "kueue.x-k8s.io/resource-in-use";
+    /** A replica template's topology request for Kueue's topology-aware scheduling, as Kueue's integrations read it. */
+    public static final String REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology";
+    public static final String PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology";
+    public static final String UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology";
+    /** podSets of one group (a master and its workers) are placed in one topology domain together. */
+    public static final String POD_SET_GROUP = "kueue.x-k8s.io/podset-group-name";
     /** Kueue keeps at most this many podSets in a Workload. */
     public static final int MAX_POD_SETS = 18;
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
@@ -36,18 +42,49 @@ public final class KueueWorkload {
 
     /**
      * One replica group as Kueue counts it: its pods' final template (quota is computed from it),
-     * how many, and for an elastic group the fewest it can run with (partial admission).
+     * how many, for an elastic group the fewest it can run with (partial admission), and the label
+     * that holds each pod's index (topology-aware scheduling places the pods in index order; may be null).
      */
-    public record PodSet(String name, PodTemplateSpec template, int count, Optional<Integer> minCount) {
+    public record PodSet(String name, PodTemplateSpec template, int count, Optional<Integer> minCount, String podIndexLabel) {
         /** The podSet of a replica type, from the pod its first replica gets (named as Kueue names them: the type in lower case). */
-        public static PodSet of(String replicaType, Pod pod, int count, Optional<Integer> minCount) {
+        public static PodSet of(String replicaType, Pod pod, int count, Optional<Integer> minCount, String podIndexLabel) {
             PodTemplateSpec template = new PodTemplateSpec();
             ObjectMeta meta = new ObjectMeta();
             meta.setLabels(pod.getMetadata().getLabels());
             meta.setAnnotations(pod.getMetadata().getAnnotations());
             template.setMetadata(meta);
             template.setSpec(JSON.clone(pod).getSpec());
-            return new PodSet(replicaType.toLowerCase(Locale.ROOT), template, count, minCount);
+            return new PodSet(replicaType.toLowerCase(Locale.ROOT), template, count, minCount, podIndexLabel);
+        }
+
+        /**
+         * The podSet's topologyRequest as Kueue's own integrations build it from the template's
+         * annotations: required, else preferred, else unconstrained, with the pods' index label and,
+         * for a required or preferred level, the podSet group; none without any of these.
+         */
+        public Optional<Map<String, Object>> topologyRequest() {
+            Map<String, String> annotations = template.getMetadata() == null || template.getMetadata().getAnnotations() == null
+                    ? Map.of() : template.getMetadata().getAnnotations();
+            Map<String, Object> request = new LinkedHashMap<>();
+            if (annotations.containsKey(REQUIRED_TOPOLOGY)) {
+                request.put("required", annotations.get(REQUIRED_TOPOLOGY));
+            } else if (annotations.containsKey(PREFERRED_TOPOLOGY)) {
+                request.put("preferred", annotations.get(PREFERRED_TOPOLOGY));
+            } else if (annotations.containsKey(UNCONSTRAINED_TOPOLOGY)) {
+                // Not a boolean: written as it is, for the API server to refuse in its words.
+                String value = annotations.get(UNCONSTRAINED_TOPOLOGY);
+                request.put("unconstrained", "true".equalsIgnoreCase(value) || "false".equalsIgnoreCase(value) ? Boolean.valueOf(value) : value);
+            }
+            if (request.isEmpty() && podIndexLabel == null) {
+                return Optional.empty();
+            }
+            if (podIndexLabel != null) {
+                request.put("podIndexLabel", podIndexLabel);
+            }
+            if (annotations.containsKey(POD_SET_GROUP) && (request.containsKey("required") || request.containsKey("preferred"))) {
+                request.put("podSetGroupName", annotations.get(POD_SET_GROUP));
+            }
+            return Optional.of(request);
         }
     }
 
@@ -109,6 +146,7 @@ public final class KueueWorkload {
             set.put("count", podSet.count());
             podSet.minCount().ifPresent(min -> set.put("minCount", min));
             set.put("template", JSON.convertValue(onlyLabelsAndAnnotations(podSet.template()), Map.class));
+            podSet.topologyRequest().ifPresent(request -> set.put("topologyRequest", request));
             sets.add(set);
         }
         return sets;

@@ -165,8 +165,8 @@ public final class T9kPlanner {
                 Pod pod = templates.pod(first, PodOverrides.NONE);
                 podSets.add(model.elastic()
                         ? KueueWorkload.PodSet.of(group.type(), pod, job.getSpec().elastic.maxReplicas,
-                                Optional.of(job.getSpec().elastic.minReplicas))
-                        : KueueWorkload.PodSet.of(group.type(), pod, group.replicas(), Optional.empty()));
+                                Optional.of(job.getSpec().elastic.minReplicas), JobLabels.REPLICA_INDEX)
+                        : KueueWorkload.PodSet.of(group.type(), pod, group.replicas(), Optional.empty(), JobLabels.REPLICA_INDEX));
             });
         }
         return podSets;

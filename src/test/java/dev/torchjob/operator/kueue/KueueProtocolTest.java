@@ -58,8 +58,8 @@ class KueueProtocolTest {
     void theWorkloadAsksForOnePodSetPerGroupAndIsHeldForTheJob() {
         PyTorchTrainingJob job = job("mnist");
         GenericKubernetesResource workload = KueueWorkload.of(job, KueueWorkload.queueOf(job).orElseThrow(), List.of(
-                new KueueWorkload.PodSet("master", template(), 1, Optional.empty()),
-                new KueueWorkload.PodSet("worker", template(), 8, Optional.of(2))),
+                new KueueWorkload.PodSet("master", template(), 1, Optional.empty(), null),
+                new KueueWorkload.PodSet("worker", template(), 8, Optional.of(2), null)),
                 Optional.of(new KueueWorkload.Priority("kueue.x-k8s.io", "WorkloadPriorityClass", "high", 1000)));
         assertEquals("kueue.x-k8s.io/v1beta2", workload.getApiVersion());
         assertEquals("team-a", workload.getMetadata().getNamespace());
@@ -158,9 +158,89 @@ class KueueProtocolTest {
         assertEquals(Map.of("zone", "b"), pod.getSpec().getNodeSelector(), "the planned pod itself is not changed");
     }
 
+    static PodTemplateSpec annotated(Map<String, String> annotations) {
+        PodTemplateSpec template = template();
+        template.getMetadata().setAnnotations(annotations);
+        return template;
+    }
+
+    @Test
+    void eachPodSetAsksForTheTopologyItsTemplateNamesWithThePodsIndexLabelAsKueuesIntegrationsDo() {
+        GenericKubernetesResource workload = KueueWorkload.of(job("racks"), "q", List.of(
+                new KueueWorkload.PodSet("master", annotated(Map.of(KueueWorkload.REQUIRED_TOPOLOGY, "example.com/rack",
+                        KueueWorkload.POD_SET_GROUP, "ranks")), 1, Optional.empty(), "tensorstack.dev/replica-index"),
+                new KueueWorkload.PodSet("worker", annotated(Map.of(KueueWorkload.PREFERRED_TOPOLOGY, "example.com/block")), 8,
+                        Optional.empty(), "tensorstack.dev/replica-index"),
+                new KueueWorkload.PodSet("launcher", template(), 1, Optional.empty(), "tensorstack.dev/replica-index"),
+                new KueueWorkload.PodSet("evaluator", annotated(Map.of(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "TRUE")), 1,
+                        Optional.empty(), null),
+                new KueueWorkload.PodSet("bad", annotated(Map.of(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "yes")), 1,
+                        Optional.empty(), null),
+                new KueueWorkload.PodSet("plain", template(), 1, Optional.empty(), null)), Optional.empty());
+        assertEquals(Map.of("required", "example.com/rack", "podIndexLabel", "tensorstack.dev/replica-index", "podSetGroupName", "ranks"),
+                workload.get("spec", "podSets", 0, "topologyRequest"), "a master and its workers placed in one rack together");
+        assertEquals(Map.of("preferred", "example.com/block", "podIndexLabel", "tensorstack.dev/replica-index"),
+                workload.get("spec", "podSets", 1, "topologyRequest"));
+        assertEquals(Map.of("podIndexLabel", "tensorstack.dev/replica-index"), workload.get("spec", "podSets", 2, "topologyRequest"),
+                "no level asked: only the ranks' order, for a flavor with a topology");
+        assertEquals(Map.of("unconstrained", true), workload.get("spec", "podSets", 3, "topologyRequest"));
+        assertEquals(Map.of("unconstrained", "yes"), workload.get("spec", "podSets", 4, "topologyRequest"),
+                "not a boolean: sent as written, for the API server to refuse in its words");
+        assertEquals(null, (Object) workload.get("spec", "podSets", 5, "topologyRequest"));
+    }
+
+    @Test
+    void anAdmissionInATopologyGatesThePodsForKueueToPlaceEachInItsDomain() {
+        var state = KueueAdmission.of(YAML.unmarshal("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: Workload
+                metadata: {name: pytorchjob-racks-1a2b3, namespace: team-a}
+                spec:
+                  queueName: q
+                  podSets:
+                  - {name: master, count: 1, topologyRequest: {required: example.com/rack, podIndexLabel: training.kubeflow.org/replica-index},
+                     template: {spec: {containers: [{name: pytorch}]}}}
+                  - {name: worker, count: 2, topologyRequest: {podIndexLabel: training.kubeflow.org/replica-index},
+                     template: {spec: {containers: [{name: pytorch}]}}}
+                  - {name: evaluator, count: 1, template: {spec: {containers: [{name: pytorch}]}}}
+                status:
+                  conditions:
+                  - {type: QuotaReserved, status: "True"}
+                  - {type: Admitted, status: "True"}
+                  admission:
+                    clusterQueue: q
+                    podSetAssignments:
+                    - {name: master, count: 1, flavors: {cpu: a100},
+                       topologyAssignment: {levels: [example.com/rack], domains: [{values: [r1], count: 1}]}}
+                    - {name: worker, count: 2, flavors: {cpu: a100},
+                       topologyAssignment: {levels: [example.com/rack], domains: [{values: [r1], count: 2}]}}
+                    - {name: evaluator, count: 1, flavors: {cpu: a100}}
+                """, GenericKubernetesResource.class), FLAVORS);
+        var admitted = assertInstanceOf(KueueAdmission.Admitted.class, state);
+        var master = admitted.podSets().get("master");
+        assertEquals(Map.of("kueue.x-k8s.io/workload", "pytorchjob-racks-1a2b3"), master.annotations());
+        assertEquals(List.of("kueue.x-k8s.io/topology"), master.schedulingGates());
+        assertEquals(Map.of("kueue.x-k8s.io/workload", "pytorchjob-racks-1a2b3", "kueue.x-k8s.io/podset-unconstrained-topology", "true"),
+                admitted.podSets().get("worker").annotations(), "no level asked: Kueue places it unconstrained, and its ungater wants to know");
+        var evaluator = admitted.podSets().get("evaluator");
+        assertEquals(Map.of(), evaluator.annotations(), "no topology in the admission: nothing to wait for");
+        assertEquals(List.of(), evaluator.schedulingGates());
+
+        Pod pod = new PodBuilder().withNewMetadata().withName("j-master-0").endMetadata().withNewSpec()
+                .addNewSchedulingGate("example.com/own").addNewContainer().withName("pytorch").endContainer().endSpec().build();
+        Pod gated = master.applyTo(pod);
+        assertEquals(List.of("example.com/own", "kueue.x-k8s.io/topology"),
+                gated.getSpec().getSchedulingGates().stream().map(g -> g.getName()).toList(), "the pod's own gates stay");
+        assertEquals(List.of("example.com/own", "kueue.x-k8s.io/topology"),
+                master.applyTo(gated).getSpec().getSchedulingGates().stream().map(g -> g.getName()).toList(), "never twice");
+        assertEquals("pytorchjob-racks-1a2b3", gated.getMetadata().getAnnotations().get("kueue.x-k8s.io/workload"));
+        assertEquals(null, evaluator.applyTo(new PodBuilder().withNewMetadata().withName("e").endMetadata().withNewSpec().endSpec().build())
+                .getSpec().getSchedulingGates());
+    }
+
     @Test
     void anAdmissionThatContradictsThePodIsAConflict() {
-        var worker = new KueueAdmission.PodSetInfo("worker", 1, Map.of("gpu", "a100"), List.of(), Map.of(), Map.of());
+        var worker = new KueueAdmission.PodSetInfo("worker", 1, Map.of("gpu", "a100"), List.of(), Map.of(), Map.of(), List.of());
         Pod pod = new PodBuilder().withNewMetadata().withName("p").endMetadata()
                 .withNewSpec().withNodeSelector(Map.of("gpu", "h100")).endSpec().build();
         var conflict = assertThrows(KueueAdmission.Conflict.class, () -> worker.applyTo(pod));

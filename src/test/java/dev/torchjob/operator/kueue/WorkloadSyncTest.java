@@ -21,8 +21,8 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 class WorkloadSyncTest {
     static final Instant NOW = Instant.parse("2026-11-24T12:00:00Z");
     static final List<KueueWorkload.PodSet> POD_SETS = List.of(
-            new KueueWorkload.PodSet("master", KueueProtocolTest.template(), 1, Optional.empty()),
-            new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 8, Optional.of(2)));
+            new KueueWorkload.PodSet("master", KueueProtocolTest.template(), 1, Optional.empty(), null),
+            new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 8, Optional.of(2), null));
 
     static JobState state(JobPhase phase, Outcome outcome) {
         return new JobState(true, phase, null, null, 0, List.of(), List.of(), null, false, false, JobState.Pause.NEVER, false, false, outcome);
@@ -241,7 +241,7 @@ class WorkloadSyncTest {
     @Test
     void aWorkloadThatNoLongerFitsTheJobIsReplacedOrUpdated() {
         List<KueueWorkload.PodSet> bigger = List.of(POD_SETS.get(0), new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 16,
-                Optional.of(2)));
+                Optional.of(2), null));
         var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0), Optional.of(workload("""
                 conditions:
                 - {type: QuotaReserved, status: "True"}

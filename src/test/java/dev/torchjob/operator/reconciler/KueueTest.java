@@ -121,6 +121,8 @@ class KueueTest {
         assertEquals(QUEUE, workload.get("spec", "queueName"));
         assertEquals(List.of("master", "worker"), List.of(workload.get("spec", "podSets", 0, "name"), workload.get("spec", "podSets", 1, "name")));
         assertEquals(2, (Integer) workload.get("spec", "podSets", 1, "count"));
+        assertEquals(Map.of("podIndexLabel", "tensorstack.dev/replica-index"), workload.get("spec", "podSets", 1, "topologyRequest"),
+                "the ranks' order, for a flavor with a topology");
         assertEquals(List.of("kueue.x-k8s.io/resource-in-use"), workload.getMetadata().getFinalizers());
         assertEquals(cluster.job("j").getMetadata().getUid(), workload.getMetadata().getLabels().get("kueue.x-k8s.io/job-uid"));
 
@@ -309,6 +311,7 @@ class KueueTest {
         GenericKubernetesResource workload = kueue.awaitWorkloadOf("p");
         assertTrue(workload.getMetadata().getName().startsWith("pytorchjob-p-"), workload.getMetadata().getName());
         assertEquals(List.of("master", "worker"), List.of(workload.get("spec", "podSets", 0, "name"), workload.get("spec", "podSets", 1, "name")));
+        assertEquals(Map.of("podIndexLabel", "training.kubeflow.org/replica-index"), workload.get("spec", "podSets", 0, "topologyRequest"));
         cluster.awaitState("p", "Queued");
         assertEquals(List.of(), cluster.pods());
         kueue.admit(workload.getMetadata().getName(), "gpu-cq", Map.of("master", 1, "worker", 2),

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -376,6 +377,106 @@ class KueueIT extends OwnOperators {
             cluster.runAll();
             cluster.awaitState("queued-pytorchjob", "Running");
             admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    /**
+     * Kueue's topology-aware scheduling: a flavor with a Topology (racks, then hosts) over three nodes, one in
+     * rack r1 and two in r2, each with room for one rank. A PyTorchJob whose master and worker ask for one rack
+     * together (Kueue's annotations on their templates) gets pods gated until Kueue's ungater gives each its
+     * host; both land in r2, the only rack with room for both. The default scheduler alone would put one on r1's
+     * node (the least used). A rank deleted mid-run is replaced, gated and placed again.
+     */
+    @Test
+    @Order(7)
+    void aJobAskingForOneRackIsPlacedThereByKueuesTopologyAwareScheduling() throws Exception {
+        kueue();
+        List<String> nodes = List.of("tas-r1-a", "tas-r2-a", "tas-r2-b");
+        for (String node : nodes) {
+            install.cluster.nodeApart(node, "tas");
+            admin.nodes().withName(node).edit(n -> {
+                n.getMetadata().getLabels().put("example.com/rack", node.substring(4, 6));
+                n.getMetadata().getLabels().put("tas-test", "true");
+                return n;
+            });
+        }
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("tas");
+            install.cluster.kubectl().runWithInput("""
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: Topology
+                    metadata: {name: racks}
+                    spec:
+                      levels: [{nodeLabel: example.com/rack}, {nodeLabel: kubernetes.io/hostname}]
+                    ---
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: ResourceFlavor
+                    metadata: {name: tas-racks}
+                    spec:
+                      nodeLabels: {tas-test: "true"}
+                      topologyName: racks
+                      tolerations: [{key: tas, operator: Exists, effect: NoSchedule}]
+                    ---
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: ClusterQueue
+                    metadata: {name: %1$s}
+                    spec:
+                      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
+                      resourceGroups:
+                      - coveredResources: [cpu]
+                        flavors: [{name: tas-racks, resources: [{name: cpu, nominalQuota: "3000"}]}]
+                    ---
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: LocalQueue
+                    metadata: {name: user-queue, namespace: %1$s}
+                    spec: {clusterQueue: %1$s}
+                    """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+            String oneRack = "metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: example.com/rack, "
+                    + "kueue.x-k8s.io/podset-group-name: ranks}}";
+            String rank = "spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: \"600\"}}}]}";
+            cluster.submitPyTorchJob("""
+                    apiVersion: kubeflow.org/v1
+                    kind: PyTorchJob
+                    metadata: {name: racked, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                    spec:
+                      pytorchReplicaSpecs:
+                        Master:
+                          template: {%1$s, %2$s}
+                        Worker:
+                          replicas: 1
+                          template: {%1$s, %2$s}
+                    """.formatted(oneRack, rank));
+
+            await().atMost(WAIT).until(() -> names(cluster, "racked-").size() == 2);
+            GenericKubernetesResource workload = workloadOf(cluster, "racked");
+            assertEquals(Map.of("required", "example.com/rack", "podIndexLabel", "training.kubeflow.org/replica-index",
+                    "podSetGroupName", "ranks"), workload.get("spec", "podSets", 0, "topologyRequest"), "asked as Kueue's integration asks");
+            assertPlacedInRackR2(cluster, "racked-master-0", "racked-worker-0");
+            assertEquals(workload.getMetadata().getName(),
+                    cluster.pod("racked-master-0").getMetadata().getAnnotations().get("kueue.x-k8s.io/workload"));
+            cluster.runAll();
+            cluster.awaitState("racked", "Running");
+
+            String before = cluster.pod("racked-worker-0").getMetadata().getUid();
+            cluster.client.pods().inNamespace(cluster.namespace).withName("racked-worker-0").withGracePeriod(0).delete();
+            await().atMost(WAIT).until(() -> cluster.pods().stream().map(p -> p.getMetadata().getUid()).noneMatch(before::equals)
+                    && names(cluster, "racked-").size() == 2);
+            assertPlacedInRackR2(cluster, "racked-master-0", "racked-worker-0");
+            admin.namespaces().withName(cluster.namespace).delete();
+        } finally {
+            nodes.forEach(node -> admin.nodes().withName(node).delete());
+        }
+    }
+
+    /** Both pods ungated by Kueue, on the two hosts of rack r2, as the admission's topology assignment says. */
+    static void assertPlacedInRackR2(OperatorHarness cluster, String... pods) {
+        await().atMost(WAIT).until(() -> Stream.of(pods).map(cluster::pod).allMatch(p -> p != null
+                && p.getSpec().getNodeName() != null && p.getSpec().getSchedulingGates().isEmpty()));
+        Set<String> hosts = Stream.of(pods).map(p -> cluster.pod(p).getSpec().getNodeName()).collect(Collectors.toSet());
+        assertEquals(Set.of("tas-r2-a", "tas-r2-b"), hosts, "one rank per host, both in the rack with room for the two");
+        for (String pod : pods) {
+            assertEquals(cluster.pod(pod).getSpec().getNodeName(),
+                    cluster.pod(pod).getSpec().getNodeSelector().get("kubernetes.io/hostname"), "the host Kueue assigned");
         }
     }
 
