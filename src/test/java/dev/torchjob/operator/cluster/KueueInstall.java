@@ -250,7 +250,16 @@ public final class KueueInstall implements AutoCloseable {
                 kind: WorkloadPriorityClass
                 metadata: {name: high}
                 value: 1000
-                ---
+                """, "apply", "--server-side", "-f", "-").orFail();
+        queuesOn(namespace, "kwok", cpu);
+    }
+
+    /**
+     * The namespace's queues on one ResourceFlavor the caller made: a ClusterQueue of its own with {@code cpu}
+     * of quota on it, preempting lower priorities within it, and the LocalQueue {@code user-queue}.
+     */
+    public void queuesOn(String namespace, String flavor, String cpu) {
+        cluster.kubectl().runWithInput("""
                 apiVersion: kueue.x-k8s.io/v1beta2
                 kind: ClusterQueue
                 metadata: {name: %1$s}
@@ -260,14 +269,14 @@ public final class KueueInstall implements AutoCloseable {
                   resourceGroups:
                   - coveredResources: [cpu]
                     flavors:
-                    - name: kwok
-                      resources: [{name: cpu, nominalQuota: "%2$s"}]
+                    - name: %2$s
+                      resources: [{name: cpu, nominalQuota: "%3$s"}]
                 ---
                 apiVersion: kueue.x-k8s.io/v1beta2
                 kind: LocalQueue
                 metadata: {name: user-queue, namespace: %1$s}
                 spec: {clusterQueue: %1$s}
-                """.formatted(namespace, cpu), "apply", "--server-side", "-f", "-").orFail();
+                """.formatted(namespace, flavor, cpu), "apply", "--server-side", "-f", "-").orFail();
     }
 
     /** Stops the controller manager and removes its webhooks (nothing would answer them); its API and objects stay. */

@@ -416,21 +416,8 @@ class KueueIT extends OwnOperators {
                       nodeLabels: {tas-test: "true"}
                       topologyName: racks
                       tolerations: [{key: tas, operator: Exists, effect: NoSchedule}]
-                    ---
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: ClusterQueue
-                    metadata: {name: %1$s}
-                    spec:
-                      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
-                      resourceGroups:
-                      - coveredResources: [cpu]
-                        flavors: [{name: tas-racks, resources: [{name: cpu, nominalQuota: "3000"}]}]
-                    ---
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: LocalQueue
-                    metadata: {name: user-queue, namespace: %1$s}
-                    spec: {clusterQueue: %1$s}
-                    """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+                    """, "apply", "--server-side", "-f", "-").orFail();
+            kueue().queuesOn(cluster.namespace, "tas-racks", "3000");
             String oneRack = "metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: example.com/rack, "
                     + "kueue.x-k8s.io/podset-group-name: ranks}}";
             String rank = "spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: \"600\"}}}]}";

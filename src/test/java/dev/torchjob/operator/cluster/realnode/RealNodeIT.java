@@ -429,23 +429,8 @@ class RealNodeIT {
                     kind: ResourceFlavor
                     metadata: {name: real-node}
                     spec: {nodeLabels: {test.torchjob.dev/real-node: "true"}}
-                    ---
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: ClusterQueue
-                    metadata: {name: %1$s}
-                    spec:
-                      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
-                      resourceGroups:
-                      - coveredResources: [cpu]
-                        flavors:
-                        - name: real-node
-                          resources: [{name: cpu, nominalQuota: "1"}]
-                    ---
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: LocalQueue
-                    metadata: {name: user-queue, namespace: %1$s}
-                    spec: {clusterQueue: %1$s}
-                    """.formatted(ns), "apply", "--server-side", "-f", "-").orFail();
+                    """, "apply", "--server-side", "-f", "-").orFail();
+            kueue.queuesOn(ns, "real-node", "1");
             String manifest = """
                     apiVersion: batch.tensorstack.dev/v1beta1
                     kind: PyTorchTrainingJob
