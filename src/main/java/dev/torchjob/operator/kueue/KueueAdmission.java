@@ -178,6 +178,7 @@ public final class KueueAdmission {
         try {
             for (Map<String, Object> assignment : list(admission.get("podSetAssignments"))) {
                 String name = String.valueOf(assignment.get("name"));
+                Map<String, Object> specPodSet = specPodSets.stream().filter(p -> name.equals(p.get("name"))).findFirst().orElse(Map.of());
                 Map<String, String> nodeSelector = new LinkedHashMap<>();
                 List<Toleration> tolerations = new ArrayList<>();
                 for (Object flavorName : new LinkedHashSet<>(map(assignment.get("flavors")).values())) {
@@ -189,9 +190,8 @@ public final class KueueAdmission {
                     nodeSelector = nodeSelector == null ? new LinkedHashMap<>() : nodeSelector;
                     flavor.tolerations().stream().filter(t -> !tolerations.contains(t)).forEach(tolerations::add);
                 }
-                Integer count = assignment.get("count") instanceof Number n ? n.intValue()
-                        : specPodSets.stream().filter(p -> name.equals(p.get("name"))).map(p -> ((Number) p.get("count")).intValue())
-                                .findFirst().orElse(1);
+                int count = assignment.get("count") instanceof Number n ? n.intValue()
+                        : specPodSet.get("count") instanceof Number n ? n.intValue() : 1;
                 Map<String, String> labels = new LinkedHashMap<>();
                 labels.put(POD_SET_LABEL, name);
                 // As Kueue labels its own jobs' pods (AssignQueueLabelsForPods): which queues admitted them.
@@ -202,8 +202,7 @@ public final class KueueAdmission {
                 if (assignment.get("topologyAssignment") != null) {
                     // As Kueue's integrations: gated until Kueue's ungater gives the pod its domain.
                     annotations.put(WORKLOAD_ANNOTATION, workload.getMetadata().getName());
-                    Map<String, Object> request = specPodSets.stream().filter(p -> name.equals(p.get("name")))
-                            .map(p -> map(p.get("topologyRequest"))).findFirst().orElse(Map.of());
+                    Map<String, Object> request = map(specPodSet.get("topologyRequest"));
                     if (!request.containsKey("required") && !request.containsKey("preferred") && !request.containsKey("unconstrained")) {
                         annotations.put(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "true");
                     }
