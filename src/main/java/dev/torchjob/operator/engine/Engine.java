@@ -327,6 +327,9 @@ public final class Engine {
             } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
                 situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
                 out.recheckAt(now.plus(ADMISSION_RECHECK));
+            } else if (queue instanceof QueueAdmission.Invalid invalid) {
+                situation = new Situation.Queued(invalid.queue(), Situation.Queued.INVALID, "Not queued in LocalQueue " + invalid.queue()
+                        + ": " + invalid.message(), pods.size());
             } else {
                 QueueAdmission.Evicted evicted = (QueueAdmission.Evicted) queue;
                 List<String> lingering = LingeringPod.saidOf(pods.values(), now, out);

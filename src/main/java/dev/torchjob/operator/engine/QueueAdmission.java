@@ -24,6 +24,13 @@ public sealed interface QueueAdmission {
     }
 
     /**
+     * The job asks its queue for something Kueue refuses (a Kueue label with a bad value): it is not
+     * queued and no pod may exist until the job is fixed.
+     */
+    record Invalid(String queue, String message) implements QueueAdmission {
+    }
+
+    /**
      * Admitted by {@code clusterQueue}: how many replicas of each group (by type) may run, fewer than
      * asked under partial admission, and what the admission adds to each pod.
      */

@@ -64,6 +64,8 @@ public sealed interface Situation {
         /** Evicted earlier, and waiting to be admitted again. */
         public static final String REQUEUED = "Requeued";
         public static final String UNAVAILABLE = "KueueUnavailable";
+        /** The job's Kueue labels are not what Kueue takes: fixing them queues it. */
+        public static final String INVALID = "InvalidQueueRequest";
 
         /** The reasons a job that had started is waiting again: readmission resumes it. */
         public static boolean afterEviction(String reason) {

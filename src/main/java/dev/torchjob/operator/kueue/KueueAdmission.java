@@ -165,7 +165,10 @@ public final class KueueAdmission {
         }
         if (condition(conditions, "Admitted").isEmpty()) {
             if (Boolean.FALSE.equals(map(workload.getAdditionalProperties().get("spec")).get("active"))) {
-                return new Queued(queue, "the Workload " + workload.getMetadata().getName() + " is deactivated (spec.active is false)");
+                // Deactivated by Kueue itself (maximum execution time, requeuing limit, a rejected check): its eviction says why.
+                String why = evicted.filter(c -> String.valueOf(c.get("reason")).startsWith("DeactivatedDueTo"))
+                        .map(c -> ": " + c.get("message")).orElse("");
+                return new Queued(queue, "the Workload " + workload.getMetadata().getName() + " is deactivated (spec.active is false)" + why);
             }
             String message = reserved ? "quota reserved, waiting for admission checks"
                     : conditions.stream().filter(c -> "QuotaReserved".equals(c.get("type")))

@@ -33,6 +33,8 @@ public final class KueueWorkload {
     public static final String UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology";
     /** podSets of one group (a master and its workers) are placed in one topology domain together. */
     public static final String POD_SET_GROUP = "kueue.x-k8s.io/podset-group-name";
+    /** The longest the job may run admitted, in seconds, summed over its admissions: Kueue deactivates its Workload then. */
+    public static final String MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds";
     /** Kueue keeps at most this many podSets in a Workload. */
     public static final int MAX_POD_SETS = 18;
     private static final KubernetesSerialization JSON = new KubernetesSerialization();
@@ -98,6 +100,37 @@ public final class KueueWorkload {
         return Optional.ofNullable(labels == null ? null : labels.get(QUEUE_LABEL)).filter(q -> !q.isBlank());
     }
 
+    /** A Kueue label of the job with a value Kueue's webhook would refuse: the job cannot be queued as it is. */
+    public static final class InvalidLabel extends IllegalArgumentException {
+        InvalidLabel(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * The job's maximum execution time (its label {@value #MAX_EXEC_TIME_LABEL}), as Kueue's integrations
+     * carry it to the Workload; a value that is not a whole number of seconds from 1 to 2147483647 is
+     * refused, as Kueue's webhook refuses it.
+     */
+    public static Optional<Integer> maxExecutionSecondsOf(HasMetadata job) {
+        Map<String, String> labels = job.getMetadata().getLabels();
+        String value = labels == null ? null : labels.get(MAX_EXEC_TIME_LABEL);
+        if (value == null) {
+            return Optional.empty();
+        }
+        int seconds;
+        try {
+            seconds = Integer.parseInt(value);
+        } catch (NumberFormatException e) {
+            seconds = 0;
+        }
+        if (seconds <= 0) {
+            throw new InvalidLabel("the label " + MAX_EXEC_TIME_LABEL + " is \"" + value + "\": Kueue takes a whole number of seconds "
+                    + "greater than 0 (at most 2147483647); fix or remove the label to queue the job");
+        }
+        return Optional.of(seconds);
+    }
+
     /** The name of the job's Workload, as Kueue's own integrations name theirs. */
     public static String nameOf(HasMetadata job) {
         return WorkloadName.of(job.getKind(), groupOf(job), job.getMetadata().getName(), job.getMetadata().getUid());
@@ -127,6 +160,7 @@ public final class KueueWorkload {
             spec.put("priority", p.value());
         });
         spec.put("podSets", podSetsOf(podSets));
+        maxExecutionSecondsOf(job).ifPresent(seconds -> spec.put("maximumExecutionTimeSeconds", seconds));
 
         GenericKubernetesResource workload = new GenericKubernetesResource();
         workload.setApiVersion(API_VERSION);

@@ -1,5 +1,6 @@
 package dev.torchjob.operator.kueue;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -13,6 +14,7 @@ import java.util.Optional;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.Pods;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
@@ -32,11 +34,12 @@ public final class WorkloadSync {
 
     /**
      * What changes. {@code status}: the Workload's whole next status (null: unchanged); {@code active}:
-     * the next spec.active (null: unchanged); {@code podSets}: the next spec.podSets (null: unchanged);
+     * the next spec.active (null: unchanged); {@code spec}: other fields of the spec set anew (podSets,
+     * maximumExecutionTimeSeconds; a null value removes the field; null: unchanged);
      * {@code delete}: the Workload no longer fits the job and its quota is held: it goes (finalizer first)
      * and a new one is made once the pods are gone.
      */
-    public record Changes(boolean create, Map<String, Object> status, Boolean active, List<Map<String, Object>> podSets,
+    public record Changes(boolean create, Map<String, Object> status, Boolean active, Map<String, Object> spec,
             boolean removeFinalizer, boolean delete) {
         public static final Changes NONE = new Changes(false, null, null, null, false, false);
 
@@ -48,19 +51,21 @@ public final class WorkloadSync {
     /**
      * What the job is now. {@code after}: its state after this pass; {@code paused}: a pause is asked for;
      * {@code podsLeft}: its pods that still exist (terminating ones too: they still use the quota);
-     * {@code podsReady}: its pods running and ready, or succeeded.
+     * {@code podsReady}: its pods running and ready, or succeeded; {@code maxExecutionSeconds}: the
+     * limit its label asks for.
      */
-    public record Job(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, int podsLeft, int podsReady) {
+    public record Job(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, int podsLeft, int podsReady,
+            Optional<Integer> maxExecutionSeconds) {
         /**
          * Counts the job's pods among those observed; {@code deleting}: the pods this pass deletes (a restart),
          * not ready from now on though the cache does not say so yet. Without it a group restart faster than
          * the next look would never show the Workload's PodsReady falling, and Kueue's recovery never begins.
          */
         public static Job of(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, String jobUid, Collection<Pod> observed,
-                java.util.Set<String> deleting) {
+                java.util.Set<String> deleting, Optional<Integer> maxExecutionSeconds) {
             Collection<Pod> pods = Pods.ownedBy(jobUid, observed).values();
             int ready = (int) pods.stream().filter(p -> !deleting.contains(p.getMetadata().getName())).filter(WorkloadSync::readyOrDone).count();
-            return new Job(after, paused, podSets, pods.size(), ready);
+            return new Job(after, paused, podSets, pods.size(), ready, maxExecutionSeconds);
         }
     }
 
@@ -116,12 +121,20 @@ public final class WorkloadSync {
             if (reserved) {
                 return new Changes(false, null, null, null, held, true);
             }
-            return new Changes(false, null, active, wanted, false, false);
+            return new Changes(false, null, active, Map.of("podSets", wanted), false, false);
+        }
+        Map<String, Object> spec = null;
+        Integer limit = job.maxExecutionSeconds().orElse(null);
+        if (!reserved && !Objects.equals(number(spec(workload).get("maximumExecutionTimeSeconds"), null), limit)) {
+            // As Kueue: the limit is fixed while quota is held, and follows the job's label otherwise.
+            spec = new LinkedHashMap<>();
+            spec.put("maximumExecutionTimeSeconds", limit);
         }
 
         if (state.orElse(null) instanceof KueueAdmission.Evicted evicted && job.podsLeft() == 0) {
             // Kueue leaves the quota held until the job says its pods are gone.
             status.remove("admission");
+            accumulateExecutionTime(status, conditions.find("Admitted"), now);
             conditions.set("QuotaReserved", false, "Pending", evicted.message());
             conditions.set("Admitted", false, "NoReservation", "The workload has no reservation");
             boolean requeued = "Preempted".equals(evicted.reason()) || "NodeFailures".equals(evicted.reason());
@@ -144,7 +157,24 @@ public final class WorkloadSync {
             // As Kueue's integrations: a Workload that is not admitted (evicted, requeued) runs no ready pods.
             conditions.set("PodsReady", false, "WaitForStart", "Not all pods are ready or succeeded");
         }
-        return new Changes(false, conditions.changed() ? status : null, active, null, false, false);
+        return new Changes(false, conditions.changed() ? status : null, active, spec, false, false);
+    }
+
+    /**
+     * As Kueue when an admission ends: the time since it was admitted is added to
+     * accumulatedPastExecutionTimeSeconds, which Kueue weighs against maximumExecutionTimeSeconds.
+     */
+    private static void accumulateExecutionTime(Map<String, Object> status, Map<String, Object> admitted, Instant now) {
+        if (admitted == null || !"True".equals(admitted.get("status"))) {
+            return;
+        }
+        Instant since = StatusTime.parse(String.valueOf(admitted.get("lastTransitionTime")));
+        if (since == null) {
+            return;
+        }
+        long seconds = Math.max(0, Duration.between(since, now).getSeconds());
+        long before = status.get("accumulatedPastExecutionTimeSeconds") instanceof Number n ? n.longValue() : 0;
+        status.put("accumulatedPastExecutionTimeSeconds", (int) Math.min(Integer.MAX_VALUE, before + seconds));
     }
 
     /** Only what decides the quota: names, counts and minimum counts (templates are fixed once admitted). */

@@ -219,7 +219,8 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             if (queued && !plan.deleteJob()) {
                 settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
                         job.getMetadata().getUid(), context.getSecondaryResources(Pod.class),
-                        plan.podsToDelete().stream().map(Plan.PodDeletion::name).collect(java.util.stream.Collectors.toSet())),
+                        plan.podsToDelete().stream().map(Plan.PodDeletion::name).collect(java.util.stream.Collectors.toSet()),
+                        queue.maxExecutionSeconds()),
                         workloadLabels(job), clock.instant());
             }
         } catch (ApplyFailure e) {

@@ -76,10 +76,19 @@ public class KueueWorkloads {
     private volatile ResourceFlavors flavors;
     private volatile WorkloadPriorities priorities;
 
-    /** Where a job stands with its queue, and the Workload behind it. */
+    /**
+     * Where a job stands with its queue, the Workload behind it, and what the job's labels ask of the
+     * queue: its name and its maximum execution time.
+     */
     public record Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
-            Optional<String> queue) {
-        static final Observed NOT_QUEUED = new Observed(QueueAdmission.NOT_QUEUED, Optional.empty(), Optional.empty(), Optional.empty());
+            Optional<String> queue, Optional<Integer> maxExecutionSeconds) {
+        static final Observed NOT_QUEUED = new Observed(QueueAdmission.NOT_QUEUED, Optional.empty(), Optional.empty(), Optional.empty(),
+                Optional.empty());
+
+        Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
+                Optional<String> queue) {
+            this(admission, workload, state, queue, Optional.empty());
+        }
 
         /** Since when the job has waited: its Workload's creation, or its last requeue after an eviction. */
         public Optional<Instant> waitingSince() {
@@ -123,7 +132,17 @@ public class KueueWorkloads {
         String name = KueueWorkload.nameOf(job);
         Optional<GenericKubernetesResource> workload = context.getSecondaryResources(GenericKubernetesResource.class).stream()
                 .filter(w -> name.equals(w.getMetadata().getName())).findFirst();
+        Optional<Integer> maxExecutionSeconds = Optional.empty();
+        String invalid = null;
+        try {
+            maxExecutionSeconds = KueueWorkload.maxExecutionSecondsOf(job);
+        } catch (KueueWorkload.InvalidLabel e) {
+            invalid = e.getMessage();
+        }
         if (workload.isEmpty()) {
+            if (invalid != null) {
+                return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.empty(), queue);
+            }
             return new Observed(new QueueAdmission.Waiting(queue.get(), "its Workload " + name + " is being created"), workload,
                     Optional.empty(), queue);
         }
@@ -133,7 +152,12 @@ public class KueueWorkloads {
         } catch (KueueAdmission.MissingFlavor e) {
             throw new ApplyFailure("FailedAdmission", "Workload " + name, e);
         }
-        return new Observed(KueueAdmission.toQueue(state, podSets), workload, Optional.of(state), queue);
+        if (invalid != null && state instanceof KueueAdmission.Queued) {
+            // Waiting, the job says what is wrong; holding quota, it runs on as admitted (Kueue's webhook
+            // refuses changing the label then, and the Workload's limit is not changed while quota is held).
+            return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.of(state), queue);
+        }
+        return new Observed(KueueAdmission.toQueue(state, podSets), workload, Optional.of(state), queue, maxExecutionSeconds);
     }
 
     /**
@@ -141,7 +165,8 @@ public class KueueWorkloads {
      * is looked at again soon, and the change is decided anew from what Kueue wrote.
      */
     public <J extends HasMetadata> boolean sync(J job, Observed observed, WorkloadSync.Job now, Labels labels, Instant at) {
-        if (observed.queue().isEmpty() || observed.admission() instanceof QueueAdmission.Unavailable) {
+        if (observed.queue().isEmpty() || observed.admission() instanceof QueueAdmission.Unavailable
+                || observed.admission() instanceof QueueAdmission.Invalid) {
             return true;
         }
         WorkloadSync.Changes changes = WorkloadSync.of(now, observed.workload(), observed.state(), at);
@@ -159,7 +184,7 @@ public class KueueWorkloads {
                 workload = step("FailedUpdateWorkloadStatus", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
                         .inNamespace(w.getMetadata().getNamespace()).resource(w).updateStatus());
             }
-            if (changes.active() != null || changes.podSets() != null || changes.removeFinalizer()) {
+            if (changes.active() != null || changes.spec() != null || changes.removeFinalizer()) {
                 applySpecAndMetadata(workload, changes);
                 workload = step("FailedUpdateWorkload", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
                         .inNamespace(w.getMetadata().getNamespace()).resource(w).update());
@@ -194,8 +219,14 @@ public class KueueWorkloads {
             }
             workload.getMetadata().setAnnotations(annotations);
         }
-        if (changes.podSets() != null) {
-            spec.put("podSets", changes.podSets());
+        if (changes.spec() != null) {
+            changes.spec().forEach((field, value) -> {
+                if (value == null) {
+                    spec.remove(field);
+                } else {
+                    spec.put(field, value);
+                }
+            });
         }
         if (changes.removeFinalizer()) {
             workload.getMetadata().getFinalizers().remove(KueueWorkload.FINALIZER);

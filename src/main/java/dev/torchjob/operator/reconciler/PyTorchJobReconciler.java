@@ -20,6 +20,7 @@ import dev.torchjob.operator.kubeflow.KubeflowPlanner;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
+import io.javaoperatorsdk.operator.api.config.informer.Informer;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
@@ -37,6 +38,8 @@ import io.quarkus.arc.lookup.LookupIfProperty;
  */
 @LookupIfProperty(name = "torchjob.kubeflow.enabled", stringValue = "true")
 @ControllerConfiguration(name = PyTorchJobReconciler.NAME,
+        // A label or annotation changed starts a pass too (JobChanged), a status write alone does not.
+        generationAwareEventProcessing = false, informer = @Informer(onUpdateFilter = JobChanged.class),
         maxReconciliationInterval = @MaxReconciliationInterval(interval = 10, timeUnit = TimeUnit.MINUTES))
 @GradualRetry(maxAttempts = -1, initialInterval = 1000, intervalMultiplier = 2, maxInterval = 300_000)
 @RateLimited(maxReconciliations = 1, within = 500, unit = TimeUnit.MILLISECONDS)

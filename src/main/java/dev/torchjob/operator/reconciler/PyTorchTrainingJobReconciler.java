@@ -20,6 +20,7 @@ import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.t9k.T9kPlanner;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
+import io.javaoperatorsdk.operator.api.config.informer.Informer;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
@@ -31,6 +32,8 @@ import io.javaoperatorsdk.operator.processing.retry.GradualRetry;
 
 /** The shell for T9k's PyTorchTrainingJob: its pods and Service observed, the T9k adapter asked. */
 @ControllerConfiguration(name = PyTorchTrainingJobReconciler.NAME,
+        // A label or annotation changed starts a pass too (JobChanged), a status write alone does not.
+        generationAwareEventProcessing = false, informer = @Informer(onUpdateFilter = JobChanged.class),
         // Every job is looked at again at least this often, even if no event comes.
         maxReconciliationInterval = @MaxReconciliationInterval(interval = 10, timeUnit = TimeUnit.MINUTES))
 // A pass that fails is retried with back-off, never given up: 1 s doubling to 5 min.

@@ -131,6 +131,20 @@ class QueueGateTest {
     }
 
     @Test
+    void aJobItsQueueRefusesWaitsSayingWhyWithoutRecheckingUntilItChanges() {
+        Run run = new Run(1, 3);
+        run.queue = new QueueAdmission.Invalid("q", "the label kueue.x-k8s.io/max-exec-time-seconds is \"1h\"");
+        Decision decision = run.pass();
+        Situation.Queued queued = (Situation.Queued) decision.situation();
+        assertEquals(List.of("InvalidQueueRequest", "Not queued in LocalQueue q: the label kueue.x-k8s.io/max-exec-time-seconds is \"1h\""),
+                List.of(queued.reason(), queued.message()));
+        assertEquals(Optional.empty(), decision.recheckAfter(), "fixing the label is a change of the job, which starts a pass");
+        assertEquals(JobEvent.Type.Warning, decision.events().get(0).type());
+        assertTrue(decision.podsToCreate().isEmpty());
+        assertTrue(run.pass().events().isEmpty(), "said once");
+    }
+
+    @Test
     void aPauseWinsOverTheQueueAndResumingGoesBackToWaiting() {
         Run run = new Run(1, 3);
         run.queue = ADMITTED;

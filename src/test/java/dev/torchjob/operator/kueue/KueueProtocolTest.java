@@ -285,6 +285,47 @@ class KueueProtocolTest {
     }
 
     @Test
+    void aWorkloadKueueDeactivatedSaysWhyAndOneDeactivatedByHandSaysOnlyThat() {
+        GenericKubernetesResource timedOut = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "The workload is deactivated due to exceeding the maximum execution time"}
+                - {type: Admitted, status: "False"}
+                - {type: Evicted, status: "True", reason: DeactivatedDueToMaximumExecutionTimeExceeded, message: "The workload is deactivated due to exceeding the maximum execution time"}
+                """);
+        timedOut.<Map<String, Object>>get("spec").put("active", false);
+        assertEquals(new KueueAdmission.Queued("team-a-user-queue", "the Workload w is deactivated (spec.active is false): "
+                + "The workload is deactivated due to exceeding the maximum execution time"), KueueAdmission.of(timedOut, FLAVORS));
+
+        GenericKubernetesResource byHand = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "The workload is deactivated"}
+                - {type: Evicted, status: "True", reason: Deactivated, message: "The workload is deactivated"}
+                """);
+        byHand.<Map<String, Object>>get("spec").put("active", false);
+        assertEquals(new KueueAdmission.Queued("team-a-user-queue", "the Workload w is deactivated (spec.active is false)"),
+                KueueAdmission.of(byHand, FLAVORS));
+    }
+
+    @Test
+    void theJobsMaximumExecutionTimeIsItsLabelAndABadValueIsRefusedAsKueueRefusesIt() {
+        PyTorchTrainingJob job = job("limited");
+        job.getMetadata().getLabels().put(KueueWorkload.MAX_EXEC_TIME_LABEL, "3600");
+        assertEquals(Optional.of(3600), KueueWorkload.maxExecutionSecondsOf(job));
+        GenericKubernetesResource workload = KueueWorkload.of(job, "q", List.of(new KueueWorkload.PodSet("worker", template(), 4,
+                Optional.empty(), null)), Optional.empty());
+        assertEquals(3600, (Integer) workload.get("spec", "maximumExecutionTimeSeconds"));
+
+        assertEquals(Optional.empty(), KueueWorkload.maxExecutionSecondsOf(job("unlimited")));
+        assertEquals(null, (Object) KueueWorkload.of(job("unlimited"), "q", List.of(), Optional.empty()).get("spec", "maximumExecutionTimeSeconds"));
+        for (String bad : List.of("0", "-5", "1h", "", "2147483648", "3600.5")) {
+            job.getMetadata().getLabels().put(KueueWorkload.MAX_EXEC_TIME_LABEL, bad);
+            var e = assertThrows(KueueWorkload.InvalidLabel.class, () -> KueueWorkload.maxExecutionSecondsOf(job), bad);
+            assertEquals("the label kueue.x-k8s.io/max-exec-time-seconds is \"" + bad + "\": Kueue takes a whole number of seconds "
+                    + "greater than 0 (at most 2147483647); fix or remove the label to queue the job", e.getMessage());
+        }
+    }
+
+    @Test
     void aWorkloadBeingDeletedEvictsTheJob() {
         var workload = workload("""
                 conditions:

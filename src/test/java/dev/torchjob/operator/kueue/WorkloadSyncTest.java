@@ -31,7 +31,7 @@ class WorkloadSyncTest {
     static final JobState PENDING = state(JobPhase.Pending, null);
 
     static WorkloadSync.Job job(JobState state, boolean paused, int podsLeft, int podsReady) {
-        return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady);
+        return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady, Optional.empty());
     }
 
     static GenericKubernetesResource workload(String status) {
@@ -58,7 +58,7 @@ class WorkloadSyncTest {
                 "a paused job asks for no quota");
         assertFalse(WorkloadSync.of(job(state(JobPhase.Succeeded, Outcome.Succeeded), false, 0, 0), Optional.empty(), Optional.empty(), NOW)
                 .create());
-        assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0), Optional.empty(), Optional.empty(), NOW).create(),
+        assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0, Optional.empty()), Optional.empty(), Optional.empty(), NOW).create(),
                 "an invalid job has nothing to ask for");
     }
 
@@ -93,6 +93,68 @@ class WorkloadSyncTest {
         assertEquals("False", condition(status, "Admitted").get("status"));
         assertEquals(List.of("True", "Preempted"), List.of(condition(status, "Requeued").get("status"), condition(status, "Requeued").get("reason")));
         assertEquals("True", condition(status, "Evicted").get("status"), "Kueue's own condition is left as Kueue wrote it");
+        assertEquals(3600, status.get("accumulatedPastExecutionTimeSeconds"), "admitted from 11:00 to 12:00, as Kueue counts it");
+    }
+
+    @Test
+    void eachAdmissionsTimeIsAddedToWhatTheWorkloadHasRunBefore() {
+        Map<String, Object> status = sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved", lastTransitionTime: "2026-11-24T11:59:00Z"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted", lastTransitionTime: "2026-11-24T11:59:30Z"}
+                - {type: Evicted, status: "True", reason: DeactivatedDueToMaximumExecutionTimeExceeded, message: "The workload is deactivated due to exceeding the maximum execution time"}
+                accumulatedPastExecutionTimeSeconds: 100
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """)).status();
+        assertEquals(130, status.get("accumulatedPastExecutionTimeSeconds"), "30 s since the admission, after 100 s before");
+        assertEquals(List.of("False", "DeactivatedDueToMaximumExecutionTimeExceeded"), List.of(condition(status, "Requeued").get("status"),
+                condition(status, "Requeued").get("reason")), "Kueue requeues a deactivated Workload only once it is reactivated");
+
+        Map<String, Object> neverAdmitted = sync(job(PENDING, false, 0, 0), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved", lastTransitionTime: "2026-11-24T11:59:00Z"}
+                - {type: Evicted, status: "True", reason: AdmissionCheck, message: "rejected"}
+                """)).status();
+        assertNull(neverAdmitted.get("accumulatedPastExecutionTimeSeconds"), "quota reserved but never admitted: nothing ran");
+    }
+
+    @Test
+    void theJobsMaximumExecutionTimeFollowsItsLabelWhileNoQuotaIsHeld() {
+        WorkloadSync.Job limited = new WorkloadSync.Job(PENDING, false, POD_SETS, 0, 0, Optional.of(600));
+        WorkloadSync.Changes waiting = sync(limited, workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                """));
+        assertEquals(Map.of("maximumExecutionTimeSeconds", 600), waiting.spec());
+        assertNull(waiting.status());
+
+        GenericKubernetesResource hasIt = workload("conditions: []");
+        spec(hasIt).put("maximumExecutionTimeSeconds", 600);
+        assertFalse(sync(limited, hasIt).any(), "already so");
+        WorkloadSync.Changes removed = sync(job(PENDING, false, 0, 0), hasIt);
+        assertTrue(removed.spec().containsKey("maximumExecutionTimeSeconds") && removed.spec().get("maximumExecutionTimeSeconds") == null,
+                "the label removed: the field goes");
+
+        GenericKubernetesResource admitted = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """);
+        assertNull(sync(limited, admitted).spec(), "fixed while quota is held, as Kueue's validation requires");
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> spec(GenericKubernetesResource workload) {
+        return (Map<String, Object>) workload.getAdditionalProperties().get("spec");
     }
 
     @Test
@@ -230,27 +292,28 @@ class WorkloadSyncTest {
             dev.torchjob.operator.testing.PodFates.ready(pod);
             pods.add(pod);
         }
-        assertEquals(3, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of()).podsReady());
+        assertEquals(3, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty()).podsReady());
         WorkloadSync.Job restarting = WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods,
-                java.util.Set.of("j-master-0", "j-worker-0", "j-worker-1"));
+                java.util.Set.of("j-master-0", "j-worker-0", "j-worker-1"), Optional.empty());
         assertEquals(List.of(3, 0), List.of(restarting.podsLeft(), restarting.podsReady()), "still there, using the quota; none ready");
         pods.get(2).getStatus().setPhase("Failed");
-        assertEquals(2, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of()).podsReady());
+        assertEquals(2, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty()).podsReady());
     }
 
     @Test
+    @SuppressWarnings("unchecked")
     void aWorkloadThatNoLongerFitsTheJobIsReplacedOrUpdated() {
         List<KueueWorkload.PodSet> bigger = List.of(POD_SETS.get(0), new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 16,
                 Optional.of(2), null));
-        var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0), Optional.of(workload("""
+        var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty()), Optional.of(workload("""
                 conditions:
                 - {type: QuotaReserved, status: "True"}
                 """)), Optional.empty(), NOW);
         assertTrue(reserved.delete() && reserved.removeFinalizer(), "its podSets are fixed while quota is held: a new Workload is made");
-        var waiting = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0), Optional.of(workload("conditions: []")),
+        var waiting = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty()), Optional.of(workload("conditions: []")),
                 Optional.empty(), NOW);
         assertFalse(waiting.delete());
-        assertEquals(16, waiting.podSets().get(1).get("count"));
+        assertEquals(16, ((List<Map<String, Object>>) waiting.spec().get("podSets")).get(1).get("count"));
     }
 
     @Test

@@ -353,4 +353,47 @@ class KueueTest {
         var nodeSelector = cluster.pod("p-master-0").getSpec().getNodeSelector();
         assertTrue(nodeSelector == null || nodeSelector.isEmpty(), "no admission of ours applied: " + nodeSelector);
     }
+
+    @Test
+    @Order(10)
+    void aMaximumExecutionTimeThatKueueWouldRefuseKeepsTheJobUnqueuedUntilItIsFixedAndTheLimitFollowsTheLabelWhileWaiting() {
+        OperatorHarness cluster = new OperatorHarness(client, "max-time");
+        KueueStandIn kueue = kueue("max-time");
+        cluster.submit(t9kJob("j", "").replace("labels: {", "labels: {kueue.x-k8s.io/max-exec-time-seconds: 1h, "));
+        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(j.getStatus().conditions.stream()
+                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        assertEquals("Not queued in LocalQueue " + QUEUE + ": the label kueue.x-k8s.io/max-exec-time-seconds is \"1h\": Kueue takes a "
+                + "whole number of seconds greater than 0 (at most 2147483647); fix or remove the label to queue the job",
+                cluster.condition("j", JobCondition.QUEUED).message);
+        cluster.awaitEvent("InvalidQueueRequest", "max-exec-time-seconds");
+        assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);
+        assertNull(kueue.workloadOf("j"), "nothing asked of Kueue");
+        assertEquals(List.of(), cluster.pods());
+
+        setLabel("max-time", "3600");
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("j");
+        assertEquals(3600, (Integer) workload.get("spec", "maximumExecutionTimeSeconds"));
+        setLabel("max-time", "7200");
+        await().atMost(OperatorHarness.WAIT).until(() -> Integer.valueOf(7200).equals(kueue.workloadOf("j").get("spec",
+                "maximumExecutionTimeSeconds")));
+        setLabel("max-time", "soon");
+        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(j.getStatus().conditions.stream()
+                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "a bad value changes nothing");
+
+        setLabel("max-time", "7200");
+        admitWhole(kueue, workload.getMetadata().getName());
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        setLabel("max-time", "60");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "fixed while quota is held");
+    }
+
+    void setLabel(String namespace, String maxExecutionSeconds) {
+        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j"), j -> {
+            j.getMetadata().getLabels().put("kueue.x-k8s.io/max-exec-time-seconds", maxExecutionSeconds);
+            return j;
+        });
+    }
 }

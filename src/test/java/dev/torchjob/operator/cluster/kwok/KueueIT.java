@@ -455,6 +455,50 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    /**
+     * Kueue's maximum execution time, from the job's label: a value Kueue's webhook would refuse keeps the
+     * job unqueued and says so; the label fixed (a label change alone starts a pass), the job runs, and
+     * once it has run that long Kueue deactivates its Workload: the pods go, nothing is counted, and the
+     * job waits saying why, with the time it ran added to the Workload as Kueue's integrations add it.
+     */
+    @Test
+    @Order(8)
+    void aJobPastItsMaximumExecutionTimeIsStoppedByKueueAndSaysWhyCountingNothing() throws Exception {
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("kueue-max-time");
+            kueue().queues(cluster.namespace, "4");
+            cluster.submitPyTorchJob(pytorchJob("limited", "low", 1, "100m")
+                    .replace("labels: {", "labels: {kueue.x-k8s.io/max-exec-time-seconds: 5s, "));
+            await().atMost(WAIT).until(() -> Objects.toString(queuedMessage(cluster.pytorchJob("limited")), "")
+                    .contains("the label kueue.x-k8s.io/max-exec-time-seconds is \"5s\""));
+            cluster.awaitEvent("InvalidQueueRequest", "max-exec-time-seconds");
+            assertEquals(List.of(), workloads(cluster.namespace), "nothing asked of Kueue");
+
+            install.cluster.kubectl().run("label", "--overwrite", "pytorchjob", "limited", "-n", cluster.namespace,
+                    "kueue.x-k8s.io/max-exec-time-seconds=5").orFail();
+            await().atMost(WAIT).until(() -> names(cluster, "limited-").size() == 2);
+            assertEquals(5, (Integer) workloadOf(cluster, "limited").get("spec", "maximumExecutionTimeSeconds"));
+            cluster.runAll();
+            cluster.awaitState("limited", "Running");
+
+            await().atMost(WAIT).until(() -> uids(cluster, "limited-").isEmpty()
+                    && "False".equals(condition(workloadOf(cluster, "limited"), "QuotaReserved").get("status")));
+            GenericKubernetesResource workload = workloadOf(cluster, "limited");
+            assertEquals(Boolean.FALSE, workload.get("spec", "active"), "Kueue deactivated it");
+            assertEquals("DeactivatedDueToMaximumExecutionTimeExceeded", condition(workload, "Evicted").get("reason"));
+            Number ran = workload.get("status", "accumulatedPastExecutionTimeSeconds");
+            assertTrue(ran != null && ran.intValue() >= 4, "the time it ran, as the integrations report it: " + ran);
+            // Evicted while its pods go, then waiting, saying why.
+            await().atMost(WAIT).until(() -> Objects.toString(queuedMessage(cluster.pytorchJob("limited")), "").endsWith(
+                    "is deactivated (spec.active is false): The workload is deactivated due to exceeding the maximum execution time"));
+            PyTorchJob stopped = cluster.awaitState("limited", "Queued");
+            assertTrue(stopped.getStatus().conditions.stream().noneMatch(c -> "Failed".equals(c.type) || "Restarting".equals(c.type)),
+                    stopped.getStatus().conditions.toString());
+            cluster.awaitEvent("Evicted", "maximum execution time");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     /** Both pods ungated by Kueue, on the two hosts of rack r2, as the admission's topology assignment says. */
     static void assertPlacedInRackR2(OperatorHarness cluster, String... pods) {
         await().atMost(WAIT).until(() -> Stream.of(pods).map(cluster::pod).allMatch(p -> p != null
