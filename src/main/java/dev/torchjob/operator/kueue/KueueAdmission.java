@@ -207,7 +207,7 @@ public final class KueueAdmission {
                     annotations.put(WORKLOAD_ANNOTATION, workload.getMetadata().getName());
                     Map<String, Object> request = map(specPodSet.get("topologyRequest"));
                     if (!request.containsKey("required") && !request.containsKey("preferred") && !request.containsKey("unconstrained")) {
-                        annotations.put(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "true");
+                        annotations.put(TopologyRequest.UNCONSTRAINED, "true");
                     }
                     gates.add(TOPOLOGY_GATE);
                 }

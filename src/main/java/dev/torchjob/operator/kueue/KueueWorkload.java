@@ -27,12 +27,6 @@ public final class KueueWorkload {
     public static final String PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class";
     public static final String JOB_UID_LABEL = "kueue.x-k8s.io/job-uid";
     public static final String FINALIZER = "kueue.x-k8s.io/resource-in-use";
-    /** A replica template's topology request for Kueue's topology-aware scheduling, as Kueue's integrations read it. */
-    public static final String REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology";
-    public static final String PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology";
-    public static final String UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology";
-    /** podSets of one group (a master and its workers) are placed in one topology domain together. */
-    public static final String POD_SET_GROUP = "kueue.x-k8s.io/podset-group-name";
     /** The longest the job may run admitted, in seconds, summed over its admissions: Kueue deactivates its Workload then. */
     public static final String MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds";
     /** Kueue keeps at most this many podSets in a Workload. */
@@ -59,34 +53,9 @@ public final class KueueWorkload {
             return new PodSet(replicaType.toLowerCase(Locale.ROOT), template, count, minCount, podIndexLabel);
         }
 
-        /**
-         * The podSet's topologyRequest as Kueue's own integrations build it from the template's
-         * annotations: required, else preferred, else unconstrained, with the pods' index label and,
-         * for a required or preferred level, the podSet group; none without any of these.
-         */
+        /** The podSet's topologyRequest, from its template's annotations, as Kueue's own integrations build it. */
         public Optional<Map<String, Object>> topologyRequest() {
-            Map<String, String> annotations = template.getMetadata() == null || template.getMetadata().getAnnotations() == null
-                    ? Map.of() : template.getMetadata().getAnnotations();
-            Map<String, Object> request = new LinkedHashMap<>();
-            if (annotations.containsKey(REQUIRED_TOPOLOGY)) {
-                request.put("required", annotations.get(REQUIRED_TOPOLOGY));
-            } else if (annotations.containsKey(PREFERRED_TOPOLOGY)) {
-                request.put("preferred", annotations.get(PREFERRED_TOPOLOGY));
-            } else if (annotations.containsKey(UNCONSTRAINED_TOPOLOGY)) {
-                // Not a boolean: written as it is, for the API server to refuse in its words.
-                String value = annotations.get(UNCONSTRAINED_TOPOLOGY);
-                request.put("unconstrained", "true".equalsIgnoreCase(value) || "false".equalsIgnoreCase(value) ? Boolean.valueOf(value) : value);
-            }
-            if (request.isEmpty() && podIndexLabel == null) {
-                return Optional.empty();
-            }
-            if (podIndexLabel != null) {
-                request.put("podIndexLabel", podIndexLabel);
-            }
-            if (annotations.containsKey(POD_SET_GROUP) && (request.containsKey("required") || request.containsKey("preferred"))) {
-                request.put("podSetGroupName", annotations.get(POD_SET_GROUP));
-            }
-            return Optional.of(request);
+            return TopologyRequest.of(TopologyRequest.annotationsOf(this), podIndexLabel);
         }
     }
 
@@ -100,10 +69,30 @@ public final class KueueWorkload {
         return Optional.ofNullable(labels == null ? null : labels.get(QUEUE_LABEL)).filter(q -> !q.isBlank());
     }
 
-    /** A Kueue label of the job with a value Kueue's webhook would refuse: the job cannot be queued as it is. */
-    public static final class InvalidLabel extends IllegalArgumentException {
-        InvalidLabel(String message) {
+    /** Kueue labels or annotations of the job that Kueue's webhook would refuse: the job cannot be queued as it is. */
+    public static final class Invalid extends IllegalArgumentException {
+        Invalid(String message) {
             super(message);
+        }
+    }
+
+    /**
+     * What Kueue's webhook would refuse in the job's Kueue labels and its replica templates' topology
+     * annotations, all of it in one message; nothing when the job can be queued.
+     */
+    public static void check(HasMetadata job, List<PodSet> podSets) {
+        List<String> problems = new ArrayList<>();
+        try {
+            maxExecutionSecondsOf(job);
+        } catch (Invalid e) {
+            problems.add(e.getMessage());
+        }
+        for (PodSet podSet : podSets) {
+            problems.addAll(TopologyRequest.problems(podSet.name(), TopologyRequest.annotationsOf(podSet), podSet.count()));
+        }
+        problems.addAll(TopologyRequest.groupProblems(podSets));
+        if (!problems.isEmpty()) {
+            throw new Invalid(String.join("; ", problems) + ". Fix " + (problems.size() == 1 ? "it" : "them") + " to queue the job.");
         }
     }
 
@@ -125,8 +114,8 @@ public final class KueueWorkload {
             seconds = 0;
         }
         if (seconds <= 0) {
-            throw new InvalidLabel("the label " + MAX_EXEC_TIME_LABEL + " is \"" + value + "\": Kueue takes a whole number of seconds "
-                    + "greater than 0 (at most 2147483647); fix or remove the label to queue the job");
+            throw new Invalid("the label " + MAX_EXEC_TIME_LABEL + " is \"" + value + "\": Kueue takes a whole number of seconds "
+                    + "greater than 0 (at most 2147483647)");
         }
         return Optional.of(seconds);
     }

@@ -135,8 +135,9 @@ public class KueueWorkloads {
         Optional<Integer> maxExecutionSeconds = Optional.empty();
         String invalid = null;
         try {
+            KueueWorkload.check(job, podSets);
             maxExecutionSeconds = KueueWorkload.maxExecutionSecondsOf(job);
-        } catch (KueueWorkload.InvalidLabel e) {
+        } catch (KueueWorkload.Invalid e) {
             invalid = e.getMessage();
         }
         if (workload.isEmpty()) {
@@ -154,7 +155,7 @@ public class KueueWorkloads {
         }
         if (invalid != null && state instanceof KueueAdmission.Queued) {
             // Waiting, the job says what is wrong; holding quota, it runs on as admitted (Kueue's webhook
-            // refuses changing the label then, and the Workload's limit is not changed while quota is held).
+            // refuses such changes then, and the Workload is not changed while quota is held).
             return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.of(state), queue);
         }
         return new Observed(KueueAdmission.toQueue(state, podSets), workload, Optional.of(state), queue, maxExecutionSeconds);

@@ -167,15 +167,18 @@ class KueueProtocolTest {
     @Test
     void eachPodSetAsksForTheTopologyItsTemplateNamesWithThePodsIndexLabelAsKueuesIntegrationsDo() {
         GenericKubernetesResource workload = KueueWorkload.of(job("racks"), "q", List.of(
-                new KueueWorkload.PodSet("master", annotated(Map.of(KueueWorkload.REQUIRED_TOPOLOGY, "example.com/rack",
-                        KueueWorkload.POD_SET_GROUP, "ranks")), 1, Optional.empty(), "tensorstack.dev/replica-index"),
-                new KueueWorkload.PodSet("worker", annotated(Map.of(KueueWorkload.PREFERRED_TOPOLOGY, "example.com/block")), 8,
+                new KueueWorkload.PodSet("master", annotated(Map.of(TopologyRequest.REQUIRED, "example.com/rack",
+                        TopologyRequest.GROUP, "ranks")), 1, Optional.empty(), "tensorstack.dev/replica-index"),
+                new KueueWorkload.PodSet("worker", annotated(Map.of(TopologyRequest.PREFERRED, "example.com/block")), 8,
                         Optional.empty(), "tensorstack.dev/replica-index"),
                 new KueueWorkload.PodSet("launcher", template(), 1, Optional.empty(), "tensorstack.dev/replica-index"),
-                new KueueWorkload.PodSet("evaluator", annotated(Map.of(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "TRUE")), 1,
+                new KueueWorkload.PodSet("evaluator", annotated(Map.of(TopologyRequest.UNCONSTRAINED, "TRUE")), 1,
                         Optional.empty(), null),
-                new KueueWorkload.PodSet("bad", annotated(Map.of(KueueWorkload.UNCONSTRAINED_TOPOLOGY, "yes")), 1,
-                        Optional.empty(), null),
+                new KueueWorkload.PodSet("sliced", annotated(Map.of(TopologyRequest.REQUIRED, "example.com/block",
+                        TopologyRequest.SLICE_REQUIRED, "example.com/rack", TopologyRequest.SLICE_SIZE, "4")), 16, Optional.empty(), null),
+                new KueueWorkload.PodSet("layered", annotated(Map.of(TopologyRequest.SLICE_CONSTRAINTS,
+                        "[{\"topology\": \"example.com/block\", \"size\": 8}, {\"topology\": \"example.com/rack\", \"size\": 4}]")),
+                        16, Optional.empty(), null),
                 new KueueWorkload.PodSet("plain", template(), 1, Optional.empty(), null)), Optional.empty());
         assertEquals(Map.of("required", "example.com/rack", "podIndexLabel", "tensorstack.dev/replica-index", "podSetGroupName", "ranks"),
                 workload.get("spec", "podSets", 0, "topologyRequest"), "a master and its workers placed in one rack together");
@@ -184,9 +187,66 @@ class KueueProtocolTest {
         assertEquals(Map.of("podIndexLabel", "tensorstack.dev/replica-index"), workload.get("spec", "podSets", 2, "topologyRequest"),
                 "no level asked: only the ranks' order, for a flavor with a topology");
         assertEquals(Map.of("unconstrained", true), workload.get("spec", "podSets", 3, "topologyRequest"));
-        assertEquals(Map.of("unconstrained", "yes"), workload.get("spec", "podSets", 4, "topologyRequest"),
-                "not a boolean: sent as written, for the API server to refuse in its words");
-        assertEquals(null, (Object) workload.get("spec", "podSets", 5, "topologyRequest"));
+        assertEquals(Map.of("required", "example.com/block", "podSetSliceRequiredTopology", "example.com/rack", "podSetSliceSize", 4),
+                workload.get("spec", "podSets", 4, "topologyRequest"), "16 pods in one block, in slices of 4 each within a rack");
+        assertEquals(Map.of("podsetSliceRequiredTopologyConstraints", List.of(Map.of("topology", "example.com/block", "size", 8),
+                Map.of("topology", "example.com/rack", "size", 4))), workload.get("spec", "podSets", 5, "topologyRequest"));
+        assertEquals(null, (Object) workload.get("spec", "podSets", 6, "topologyRequest"));
+    }
+
+    @Test
+    void topologyAnnotationsKueuesWebhookWouldRefuseAreSaidInTheJobsTermsAllAtOnce() {
+        java.util.function.BiFunction<Map<String, String>, Integer, List<String>> problems = (annotations, count) ->
+                TopologyRequest.problems("worker", annotations, count);
+        assertEquals(List.of(), problems.apply(Map.of(TopologyRequest.REQUIRED, "example.com/rack", TopologyRequest.SLICE_REQUIRED,
+                "kubernetes.io/hostname", TopologyRequest.SLICE_SIZE, "2"), 8));
+        assertEquals(List.of("replica worker: at most one of the annotations kueue.x-k8s.io/podset-required-topology, "
+                + "kueue.x-k8s.io/podset-preferred-topology and kueue.x-k8s.io/podset-unconstrained-topology"),
+                problems.apply(Map.of(TopologyRequest.REQUIRED, "rack", TopologyRequest.PREFERRED, "block"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-unconstrained-topology is \"yes\": it must be true or false"),
+                problems.apply(Map.of(TopologyRequest.UNCONSTRAINED, "yes"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-required-topology is \"a rack\": it must be a node label (a level of "
+                + "the Topology)"), problems.apply(Map.of(TopologyRequest.REQUIRED, "a rack"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-slice-size is 16: more than the 8 replica(s) of worker"),
+                problems.apply(Map.of(TopologyRequest.SLICE_REQUIRED, "rack", TopologyRequest.SLICE_SIZE, "16"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-slice-size is \"four\": it must be a whole number of pods, at least 1",
+                "replica worker: kueue.x-k8s.io/podset-slice-required-topology and kueue.x-k8s.io/podset-slice-size go together"),
+                problems.apply(Map.of(TopologyRequest.SLICE_SIZE, "four"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-group-name is \"7\": it must not be a number",
+                "replica worker: kueue.x-k8s.io/podset-group-name needs kueue.x-k8s.io/podset-required-topology or "
+                        + "kueue.x-k8s.io/podset-preferred-topology"), problems.apply(Map.of(TopologyRequest.GROUP, "7"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-slice-required-topology-constraints is 'rack:4': it must be a JSON "
+                + "array of 1 to 3 {\"topology\": <node label>, \"size\": <pods>}, coarsest first"),
+                problems.apply(Map.of(TopologyRequest.SLICE_CONSTRAINTS, "rack:4"), 8));
+        assertEquals(List.of("replica worker: kueue.x-k8s.io/podset-slice-required-topology-constraints: each layer's topology must be a "
+                + "distinct node label, not rack", "replica worker: kueue.x-k8s.io/podset-slice-required-topology-constraints: each "
+                + "layer's size must be a whole number of pods, at least 1, not 0"),
+                problems.apply(Map.of(TopologyRequest.SLICE_CONSTRAINTS, "[{\"topology\": \"rack\", \"size\": 4}, "
+                        + "{\"topology\": \"rack\", \"size\": 0}]"), 8));
+
+        List<KueueWorkload.PodSet> mismatched = List.of(
+                new KueueWorkload.PodSet("master", annotated(Map.of(TopologyRequest.REQUIRED, "rack", TopologyRequest.GROUP, "g")), 1,
+                        Optional.empty(), null),
+                new KueueWorkload.PodSet("worker", annotated(Map.of(TopologyRequest.PREFERRED, "rack", TopologyRequest.GROUP, "g")), 4,
+                        Optional.empty(), null));
+        assertEquals(List.of("kueue.x-k8s.io/podset-group-name g: [master, worker] must ask for the same level, both with "
+                + "kueue.x-k8s.io/podset-required-topology or both with kueue.x-k8s.io/podset-preferred-topology"),
+                TopologyRequest.groupProblems(mismatched));
+        KueueWorkload.PodSet workers = new KueueWorkload.PodSet("worker", annotated(Map.of(TopologyRequest.REQUIRED, "rack",
+                TopologyRequest.GROUP, "g")), 4, Optional.empty(), null);
+        assertEquals(List.of("kueue.x-k8s.io/podset-group-name g is on [worker]: a group is exactly two replica groups"),
+                TopologyRequest.groupProblems(List.of(workers)));
+        assertEquals(List.of("kueue.x-k8s.io/podset-group-name g: one of [worker, evaluator] must have a single replica"),
+                TopologyRequest.groupProblems(List.of(workers, new KueueWorkload.PodSet("evaluator", workers.template(), 2,
+                        Optional.empty(), null))));
+
+        PyTorchTrainingJob job = job("bad");
+        job.getMetadata().getLabels().put(KueueWorkload.MAX_EXEC_TIME_LABEL, "0");
+        var e = assertThrows(KueueWorkload.Invalid.class, () -> KueueWorkload.check(job, List.of(new KueueWorkload.PodSet("worker",
+                annotated(Map.of(TopologyRequest.UNCONSTRAINED, "yes")), 4, Optional.empty(), null))));
+        assertEquals("the label kueue.x-k8s.io/max-exec-time-seconds is \"0\": Kueue takes a whole number of seconds greater than 0 "
+                + "(at most 2147483647); replica worker: kueue.x-k8s.io/podset-unconstrained-topology is \"yes\": it must be true or "
+                + "false. Fix them to queue the job.", e.getMessage());
     }
 
     @Test
@@ -319,9 +379,9 @@ class KueueProtocolTest {
         assertEquals(null, (Object) KueueWorkload.of(job("unlimited"), "q", List.of(), Optional.empty()).get("spec", "maximumExecutionTimeSeconds"));
         for (String bad : List.of("0", "-5", "1h", "", "2147483648", "3600.5")) {
             job.getMetadata().getLabels().put(KueueWorkload.MAX_EXEC_TIME_LABEL, bad);
-            var e = assertThrows(KueueWorkload.InvalidLabel.class, () -> KueueWorkload.maxExecutionSecondsOf(job), bad);
+            var e = assertThrows(KueueWorkload.Invalid.class, () -> KueueWorkload.maxExecutionSecondsOf(job), bad);
             assertEquals("the label kueue.x-k8s.io/max-exec-time-seconds is \"" + bad + "\": Kueue takes a whole number of seconds "
-                    + "greater than 0 (at most 2147483647); fix or remove the label to queue the job", e.getMessage());
+                    + "greater than 0 (at most 2147483647)", e.getMessage());
         }
     }
 

@@ -363,7 +363,7 @@ class KueueTest {
         cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(j.getStatus().conditions.stream()
                 .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
         assertEquals("Not queued in LocalQueue " + QUEUE + ": the label kueue.x-k8s.io/max-exec-time-seconds is \"1h\": Kueue takes a "
-                + "whole number of seconds greater than 0 (at most 2147483647); fix or remove the label to queue the job",
+                + "whole number of seconds greater than 0 (at most 2147483647). Fix it to queue the job.",
                 cluster.condition("j", JobCondition.QUEUED).message);
         cluster.awaitEvent("InvalidQueueRequest", "max-exec-time-seconds");
         assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);

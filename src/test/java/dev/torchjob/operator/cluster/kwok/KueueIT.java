@@ -449,6 +449,36 @@ class KueueIT extends OwnOperators {
             await().atMost(WAIT).until(() -> cluster.pods().stream().map(p -> p.getMetadata().getUid()).noneMatch(before::equals)
                     && names(cluster, "racked-").size() == 2);
             assertPlacedInRackR2(cluster, "racked-master-0", "racked-worker-0");
+
+            // Slices: the two workers in one rack, one per host. A slice bigger than the group is refused as Kueue's webhook refuses it.
+            String sliced = """
+                    apiVersion: kubeflow.org/v1
+                    kind: PyTorchJob
+                    metadata: {name: %3$s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                    spec:
+                      pytorchReplicaSpecs:
+                        Master:
+                          template: {%4$s}
+                        Worker:
+                          replicas: 2
+                          template: {metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: example.com/rack,
+                            kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname, kueue.x-k8s.io/podset-slice-size: "%1$s"}},
+                            %2$s}
+                    """;
+            // The master asks for little: wherever Kueue puts it, each host of r2 still has room for a worker.
+            String smallRank = rank.replace("\"600\"", "\"100\"");
+            cluster.submitPyTorchJob(sliced.formatted("3", rank, "too-big", smallRank));
+            await().atMost(WAIT).until(() -> Objects.toString(queuedMessage(cluster.pytorchJob("too-big")), "").contains(
+                    "replica worker: kueue.x-k8s.io/podset-slice-size is 3: more than the 2 replica(s) of worker"));
+            assertEquals(1, workloads(cluster.namespace).size(), "none for the refused job");
+            install.cluster.kubectl().run("delete", "pytorchjob", "racked", "too-big", "-n", cluster.namespace).orFail();
+            await().atMost(WAIT).until(() -> workloads(cluster.namespace).isEmpty() && cluster.pods().isEmpty());
+            cluster.submitPyTorchJob(sliced.formatted("1", rank, "sliced", smallRank));
+            await().atMost(WAIT).until(() -> names(cluster, "sliced-").size() == 3);
+            Map<String, Object> asked = workloadOf(cluster, "sliced").get("spec", "podSets", 1, "topologyRequest");
+            assertEquals(List.of("example.com/rack", "kubernetes.io/hostname", 1), List.of(asked.get("required"),
+                    asked.get("podSetSliceRequiredTopology"), asked.get("podSetSliceSize")), "as Kueue's API keeps it: " + asked);
+            assertPlacedInRackR2(cluster, "sliced-worker-0", "sliced-worker-1");
             admin.namespaces().withName(cluster.namespace).delete();
         } finally {
             nodes.forEach(node -> admin.nodes().withName(node).delete());
