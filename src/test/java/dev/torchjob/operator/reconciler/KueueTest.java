@@ -87,6 +87,11 @@ class KueueTest {
         return kueue.awaitWorkloadOf("j").getMetadata().getName();
     }
 
+    /** The reason of the job's Queued condition, or null. */
+    static String queuedReason(dev.torchjob.operator.api.PyTorchTrainingJob job) {
+        return job.getStatus().conditions.stream().filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null);
+    }
+
     void setRunMode(String namespace, String runModeYaml) {
         UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j"), j -> {
             j.getSpec().runMode = runModeYaml == null ? null
@@ -101,8 +106,7 @@ class KueueTest {
     void withoutKueueAQueuedJobWaitsAndSaysWhy() {
         OperatorHarness cluster = new OperatorHarness(client, "no-kueue");
         cluster.submit(t9kJob("j", ""));
-        cluster.awaitJob("j", j -> "KueueUnavailable".equals(j.getStatus().conditions.stream()
-                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        cluster.awaitJob("j", j -> "KueueUnavailable".equals(queuedReason(j)));
         assertEquals(JobPhase.Pending, cluster.job("j").getStatus().phase);
         assertTrue(cluster.condition("j", JobCondition.QUEUED).message.contains("kueue.x-k8s.io/v1beta2"));
         cluster.awaitEvent("KueueUnavailable", "not installed");
@@ -171,8 +175,7 @@ class KueueTest {
         assertNull(released.get("admission"), "the reservation is released once the pods are gone");
         assertEquals("True", KueueStandIn.condition(released, "Requeued").get("status"));
         assertEquals("False", KueueStandIn.condition(released, "Admitted").get("status"));
-        var evicted = cluster.awaitJob("j", j -> "Requeued".equals(j.getStatus().conditions.stream()
-                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        var evicted = cluster.awaitJob("j", j -> "Requeued".equals(queuedReason(j)));
         assertEquals(JobPhase.Pending, evicted.getStatus().phase);
         assertEquals(0, evicted.getStatus().backoffCount, "an eviction is not a failure, even with backoffLimit 0");
         cluster.awaitEvent("Evicted", "Preempted to accommodate");
@@ -360,8 +363,7 @@ class KueueTest {
         OperatorHarness cluster = new OperatorHarness(client, "max-time");
         KueueStandIn kueue = kueue("max-time");
         cluster.submit(t9kJob("j", "").replace("labels: {", "labels: {kueue.x-k8s.io/max-exec-time-seconds: 1h, "));
-        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(j.getStatus().conditions.stream()
-                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(queuedReason(j)));
         assertEquals("Not queued in LocalQueue " + QUEUE + ": the label kueue.x-k8s.io/max-exec-time-seconds is \"1h\": Kueue takes a "
                 + "whole number of seconds greater than 0 (at most 2147483647). Fix it to queue the job.",
                 cluster.condition("j", JobCondition.QUEUED).message);
@@ -377,8 +379,7 @@ class KueueTest {
         await().atMost(OperatorHarness.WAIT).until(() -> Integer.valueOf(7200).equals(kueue.workloadOf("j").get("spec",
                 "maximumExecutionTimeSeconds")));
         setLabel("max-time", "soon");
-        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(j.getStatus().conditions.stream()
-                .filter(c -> JobCondition.QUEUED.equals(c.type)).map(c -> c.reason).findFirst().orElse(null)));
+        cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(queuedReason(j)));
         assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "a bad value changes nothing");
 
         setLabel("max-time", "7200");
