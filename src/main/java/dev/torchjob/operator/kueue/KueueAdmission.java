@@ -150,15 +150,25 @@ public final class KueueAdmission {
         return result.isEmpty() ? null : result;
     }
 
+    /** The LocalQueue the Workload is in. */
+    public static String queueOf(GenericKubernetesResource workload) {
+        return String.valueOf(map(workload.getAdditionalProperties().get("spec")).get("queueName"));
+    }
+
+    /** Whether Kueue holds quota for the Workload (admitted, waiting for its admission checks, or evicted and not yet released). */
+    public static boolean quotaReserved(GenericKubernetesResource workload) {
+        return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "QuotaReserved").isPresent();
+    }
+
     /** Reads the Workload's state; {@code flavors}: the ResourceFlavors it may name, by name. */
     public static State of(GenericKubernetesResource workload, Map<String, Flavor> flavors) {
         Map<String, Object> status = map(workload.getAdditionalProperties().get("status"));
         List<Map<String, Object>> conditions = list(status.get("conditions"));
-        String queue = String.valueOf(map(workload.getAdditionalProperties().get("spec")).get("queueName"));
+        String queue = queueOf(workload);
         if (workload.getMetadata().getDeletionTimestamp() != null) {
             return new Evicted(queue, WORKLOAD_DELETED, "the Workload " + workload.getMetadata().getName() + " is being deleted");
         }
-        boolean reserved = condition(conditions, "QuotaReserved").isPresent();
+        boolean reserved = quotaReserved(workload);
         Optional<Map<String, Object>> evicted = condition(conditions, "Evicted");
         if (evicted.isPresent() && reserved) {
             return new Evicted(queue, String.valueOf(evicted.get().get("reason")), String.valueOf(evicted.get().get("message")));

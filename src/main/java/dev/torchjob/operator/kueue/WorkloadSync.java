@@ -35,7 +35,7 @@ public final class WorkloadSync {
     /**
      * What changes. {@code status}: the Workload's whole next status (null: unchanged); {@code active}:
      * the next spec.active (null: unchanged); {@code spec}: other fields of the spec set anew (podSets,
-     * maximumExecutionTimeSeconds; a null value removes the field; null: unchanged);
+     * maximumExecutionTimeSeconds, queueName; a null value removes the field; null: unchanged);
      * {@code delete}: the Workload no longer fits the job and its quota is held: it goes (finalizer first)
      * and a new one is made once the pods are gone.
      */
@@ -52,20 +52,20 @@ public final class WorkloadSync {
      * What the job is now. {@code after}: its state after this pass; {@code paused}: a pause is asked for;
      * {@code podsLeft}: its pods that still exist (terminating ones too: they still use the quota);
      * {@code podsReady}: its pods running and ready, or succeeded; {@code maxExecutionSeconds}: the
-     * limit its label asks for.
+     * limit its label asks for; {@code queueLabel}: the queue its label names now (empty: the label is gone).
      */
     public record Job(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, int podsLeft, int podsReady,
-            Optional<Integer> maxExecutionSeconds) {
+            Optional<Integer> maxExecutionSeconds, Optional<String> queueLabel) {
         /**
          * Counts the job's pods among those observed; {@code deleting}: the pods this pass deletes (a restart),
          * not ready from now on though the cache does not say so yet. Without it a group restart faster than
          * the next look would never show the Workload's PodsReady falling, and Kueue's recovery never begins.
          */
         public static Job of(JobState after, boolean paused, List<KueueWorkload.PodSet> podSets, String jobUid, Collection<Pod> observed,
-                java.util.Set<String> deleting, Optional<Integer> maxExecutionSeconds) {
+                java.util.Set<String> deleting, Optional<Integer> maxExecutionSeconds, Optional<String> queueLabel) {
             Collection<Pod> pods = Pods.ownedBy(jobUid, observed).values();
             int ready = (int) pods.stream().filter(p -> !deleting.contains(p.getMetadata().getName())).filter(WorkloadSync::readyOrDone).count();
-            return new Job(after, paused, podSets, pods.size(), ready, maxExecutionSeconds);
+            return new Job(after, paused, podSets, pods.size(), ready, maxExecutionSeconds, queueLabel);
         }
     }
 
@@ -84,7 +84,7 @@ public final class WorkloadSync {
         boolean finished = job.after().phase() != null && job.after().phase().isTerminal();
         if (observed.isEmpty()) {
             // As Kueue's integrations do: a Workload only for a job that can start, once none of its pods is left.
-            return finished || job.paused() || job.podSets().isEmpty() || job.podsLeft() > 0 ? Changes.NONE
+            return finished || job.paused() || job.podSets().isEmpty() || job.podsLeft() > 0 || job.queueLabel().isEmpty() ? Changes.NONE
                     : new Changes(true, null, null, null, false, false);
         }
         GenericKubernetesResource workload = observed.get();
@@ -116,20 +116,31 @@ public final class WorkloadSync {
         }
 
         boolean reserved = conditions.isTrue("QuotaReserved");
-        List<Map<String, Object>> wanted = KueueWorkload.podSetsOf(job.podSets());
-        if (!sameShape(podSetsOf(workload), wanted)) {
-            if (reserved) {
-                return new Changes(false, null, null, null, held, true);
-            }
-            return new Changes(false, null, active, Map.of("podSets", wanted), false, false);
+        if (job.queueLabel().isEmpty() && !reserved) {
+            // Its label is gone while it holds no quota: it leaves the queue (QueueMembership), and runs once this is gone.
+            return new Changes(false, null, null, null, held, true);
         }
-        Map<String, Object> spec = null;
+        List<Map<String, Object>> wanted = KueueWorkload.podSetsOf(job.podSets());
+        boolean reshaped = !sameShape(podSetsOf(workload), wanted);
+        if (reshaped && reserved) {
+            return new Changes(false, null, null, null, held, true);
+        }
+        // As Kueue: the queue and the time limit are fixed while quota is held, and follow the job's labels otherwise.
+        Map<String, Object> spec = new LinkedHashMap<>();
+        if (reshaped) {
+            spec.put("podSets", wanted);
+        }
         Integer limit = job.maxExecutionSeconds().orElse(null);
         if (!reserved && !Objects.equals(number(spec(workload).get("maximumExecutionTimeSeconds"), null), limit)) {
-            // As Kueue: the limit is fixed while quota is held, and follows the job's label otherwise.
-            spec = new LinkedHashMap<>();
             spec.put("maximumExecutionTimeSeconds", limit);
         }
+        if (!reserved && job.queueLabel().isPresent() && !job.queueLabel().get().equals(spec(workload).get("queueName"))) {
+            spec.put("queueName", job.queueLabel().get());
+        }
+        if (reshaped) {
+            return new Changes(false, null, active, spec, false, false);
+        }
+        spec = spec.isEmpty() ? null : spec;
 
         if (state.orElse(null) instanceof KueueAdmission.Evicted evicted && job.podsLeft() == 0) {
             // Kueue leaves the quota held until the job says its pods are gone.

@@ -182,11 +182,11 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             return UpdateControl.noUpdate();
         }
         ResourceID id = ResourceID.fromResource(job);
-        boolean queued = queuedHere(job) && KueueWorkload.queueOf(job).isPresent();
-        List<KueueWorkload.PodSet> podSets = queued ? podSets(job) : List.of();
+        boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context);
+        List<KueueWorkload.PodSet> podSets = mayBeQueued ? podSets(job) : List.of();
         KueueWorkloads.Observed queue;
         try {
-            queue = queued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
+            queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
         } catch (ApplyFailure e) {
             return retryAfterRefusal(job, job.getStatus(), e, context);
         }
@@ -216,11 +216,11 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                     && (plan.before().phase() == null || !plan.before().phase().isTerminal())) {
                 metrics.evicted(job, evicted.reason());
             }
-            if (queued && !plan.deleteJob()) {
+            if (queue.queue().isPresent() && !plan.deleteJob()) {
                 settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
                         job.getMetadata().getUid(), context.getSecondaryResources(Pod.class),
                         plan.podsToDelete().stream().map(Plan.PodDeletion::name).collect(java.util.stream.Collectors.toSet()),
-                        queue.maxExecutionSeconds()),
+                        queue.maxExecutionSeconds(), KueueWorkload.queueOf(job)),
                         workloadLabels(job), clock.instant());
             }
         } catch (ApplyFailure e) {

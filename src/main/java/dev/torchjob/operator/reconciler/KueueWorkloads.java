@@ -17,13 +17,16 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.kueue.QueueMembership;
 import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
@@ -71,6 +74,8 @@ public class KueueWorkloads {
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
     /** Jobs whose Workload Kueue's own integration made (Kubeflow kind): that integration runs their queue. */
     private final Set<String> foreign = ConcurrentHashMap.newKeySet();
+    /** Per job, the queue label edit last said (QueueMembership), so that each pass does not say it again. */
+    private final Map<String, String> told = new ConcurrentHashMap<>();
     // Made at first use, as discovery is: the client is injected after construction. A second one made by a
     // race costs one extra read, nothing else.
     private volatile ResourceFlavors flavors;
@@ -113,25 +118,47 @@ public class KueueWorkloads {
                 .withPlural(plural).withNamespaced(namespaced).build();
     }
 
+    /**
+     * Whether the job may be in a queue: its label names one, or it has a Workload of this operator
+     * (its label was removed or changed since); cheap, for every pass of every job.
+     */
+    public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context) {
+        if (foreign.contains(job.getMetadata().getUid())) {
+            return false;
+        }
+        return KueueWorkload.queueOf(job).isPresent()
+                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent();
+    }
+
     public <J extends HasMetadata> Observed observe(J job, List<KueueWorkload.PodSet> podSets, Labels labels, Context<J> context) {
-        Optional<String> queue = KueueWorkload.queueOf(job);
-        if (queue.isEmpty() || foreign.contains(job.getMetadata().getUid())) {
+        Optional<String> label = KueueWorkload.queueOf(job);
+        if (!mayBeQueued(job, context) || label.isEmpty() && (!enabled || !discovery().installed())) {
             return Observed.NOT_QUEUED;
         }
         if (!enabled) {
-            return new Observed(new QueueAdmission.Unavailable(queue.get(), "this operator's Kueue integration is switched off "
+            return new Observed(new QueueAdmission.Unavailable(label.get(), "this operator's Kueue integration is switched off "
                     + "(TORCHJOB_KUEUE_ENABLED=false, Helm value kueue.enabled): ask the platform team to switch it on, or remove the label "
-                    + KueueWorkload.QUEUE_LABEL + " to run the job without a queue."), Optional.empty(), Optional.empty(), queue);
+                    + KueueWorkload.QUEUE_LABEL + " to run the job without a queue."), Optional.empty(), Optional.empty(), label);
         }
         if (!discovery().installed()) {
-            return new Observed(new QueueAdmission.Unavailable(queue.get(), "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is not "
+            return new Observed(new QueueAdmission.Unavailable(label.get(), "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is not "
                     + "installed in this cluster: install Kueue, or remove the label " + KueueWorkload.QUEUE_LABEL
-                    + " to run the job without a queue."), Optional.empty(), Optional.empty(), queue);
+                    + " to run the job without a queue."), Optional.empty(), Optional.empty(), label);
         }
         watch(context, labels);
         String name = KueueWorkload.nameOf(job);
-        Optional<GenericKubernetesResource> workload = context.getSecondaryResources(GenericKubernetesResource.class).stream()
-                .filter(w -> name.equals(w.getMetadata().getName())).findFirst();
+        Optional<GenericKubernetesResource> workload = workloadOf(job, context);
+        QueueMembership membership = QueueMembership.of(label, workload.map(KueueWorkloads::membershipOf),
+                QueueMembership.runsWithoutQueue(Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).values()));
+        tell(job, membership.event());
+        if (membership.queue().isEmpty()) {
+            return Observed.NOT_QUEUED;
+        }
+        Optional<String> queue = membership.queue();
+        if (membership.leaving()) {
+            return new Observed(new QueueAdmission.Waiting(queue.get(), "the label " + KueueWorkload.QUEUE_LABEL + " was removed: the job "
+                    + "leaves this queue and runs without one once its Workload " + name + " is gone"), workload, Optional.empty(), queue);
+        }
         Optional<Integer> maxExecutionSeconds = Optional.empty();
         String invalid = null;
         try {
@@ -158,7 +185,37 @@ public class KueueWorkloads {
             // refuses such changes then, and the Workload is not changed while quota is held).
             return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.of(state), queue);
         }
-        return new Observed(KueueAdmission.toQueue(state, podSets), workload, Optional.of(state), queue, maxExecutionSeconds);
+        QueueAdmission admission = KueueAdmission.toQueue(state, podSets);
+        if (admission instanceof QueueAdmission.Waiting waiting && !waiting.queue().equals(queue.get())) {
+            // Moving while it waits: Kueue looks at it in the new queue once its Workload says so.
+            admission = new QueueAdmission.Waiting(queue.get(), "moving here from LocalQueue " + waiting.queue());
+        }
+        return new Observed(admission, workload, Optional.of(state), queue, maxExecutionSeconds);
+    }
+
+    private <J extends HasMetadata> Optional<GenericKubernetesResource> workloadOf(J job, Context<J> context) {
+        String name = KueueWorkload.nameOf(job);
+        return context.getSecondaryResources(GenericKubernetesResource.class).stream()
+                .filter(w -> name.equals(w.getMetadata().getName())).findFirst();
+    }
+
+    private static QueueMembership.Workload membershipOf(GenericKubernetesResource workload) {
+        return new QueueMembership.Workload(workload.getMetadata().getName(), KueueAdmission.queueOf(workload),
+                KueueAdmission.quotaReserved(workload));
+    }
+
+    /** Says a queue label edit once per job and edit (the event's name makes it once across operator restarts too). */
+    private void tell(HasMetadata job, Optional<Plan.JobEvent> event) {
+        String uid = job.getMetadata().getUid();
+        if (event.isEmpty()) {
+            told.remove(uid);
+            return;
+        }
+        String identity = "queue label\n" + event.get().reason() + "\n" + event.get().message();
+        if (!identity.equals(told.get(uid))) {
+            events.record(job, event.get(), identity);
+            told.put(uid, identity);
+        }
     }
 
     /**

@@ -29,9 +29,11 @@ class WorkloadSyncTest {
     }
 
     static final JobState PENDING = state(JobPhase.Pending, null);
+    /** The queue KueueProtocolTest's Workloads are in, which the jobs here name. */
+    static final Optional<String> QUEUE = Optional.of("team-a-user-queue");
 
     static WorkloadSync.Job job(JobState state, boolean paused, int podsLeft, int podsReady) {
-        return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady, Optional.empty());
+        return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady, Optional.empty(), QUEUE);
     }
 
     static GenericKubernetesResource workload(String status) {
@@ -58,7 +60,7 @@ class WorkloadSyncTest {
                 "a paused job asks for no quota");
         assertFalse(WorkloadSync.of(job(state(JobPhase.Succeeded, Outcome.Succeeded), false, 0, 0), Optional.empty(), Optional.empty(), NOW)
                 .create());
-        assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0, Optional.empty()), Optional.empty(), Optional.empty(), NOW).create(),
+        assertFalse(WorkloadSync.of(new WorkloadSync.Job(PENDING, false, List.of(), 0, 0, Optional.empty(), QUEUE), Optional.empty(), Optional.empty(), NOW).create(),
                 "an invalid job has nothing to ask for");
     }
 
@@ -124,7 +126,7 @@ class WorkloadSyncTest {
 
     @Test
     void theJobsMaximumExecutionTimeFollowsItsLabelWhileNoQuotaIsHeld() {
-        WorkloadSync.Job limited = new WorkloadSync.Job(PENDING, false, POD_SETS, 0, 0, Optional.of(600));
+        WorkloadSync.Job limited = new WorkloadSync.Job(PENDING, false, POD_SETS, 0, 0, Optional.of(600), QUEUE);
         WorkloadSync.Changes waiting = sync(limited, workload("""
                 conditions:
                 - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
@@ -292,12 +294,12 @@ class WorkloadSyncTest {
             dev.torchjob.operator.testing.PodFates.ready(pod);
             pods.add(pod);
         }
-        assertEquals(3, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty()).podsReady());
+        assertEquals(3, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty(), QUEUE).podsReady());
         WorkloadSync.Job restarting = WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods,
-                java.util.Set.of("j-master-0", "j-worker-0", "j-worker-1"), Optional.empty());
+                java.util.Set.of("j-master-0", "j-worker-0", "j-worker-1"), Optional.empty(), QUEUE);
         assertEquals(List.of(3, 0), List.of(restarting.podsLeft(), restarting.podsReady()), "still there, using the quota; none ready");
         pods.get(2).getStatus().setPhase("Failed");
-        assertEquals(2, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty()).podsReady());
+        assertEquals(2, WorkloadSync.Job.of(running, false, POD_SETS, "job-uid", pods, java.util.Set.of(), Optional.empty(), QUEUE).podsReady());
     }
 
     @Test
@@ -305,15 +307,71 @@ class WorkloadSyncTest {
     void aWorkloadThatNoLongerFitsTheJobIsReplacedOrUpdated() {
         List<KueueWorkload.PodSet> bigger = List.of(POD_SETS.get(0), new KueueWorkload.PodSet("worker", KueueProtocolTest.template(), 16,
                 Optional.of(2), null));
-        var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty()), Optional.of(workload("""
+        var reserved = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty(), QUEUE), Optional.of(workload("""
                 conditions:
                 - {type: QuotaReserved, status: "True"}
                 """)), Optional.empty(), NOW);
         assertTrue(reserved.delete() && reserved.removeFinalizer(), "its podSets are fixed while quota is held: a new Workload is made");
-        var waiting = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty()), Optional.of(workload("conditions: []")),
+        var waiting = WorkloadSync.of(new WorkloadSync.Job(PENDING, false, bigger, 0, 0, Optional.empty(), QUEUE), Optional.of(workload("conditions: []")),
                 Optional.empty(), NOW);
         assertFalse(waiting.delete());
         assertEquals(16, ((List<Map<String, Object>>) waiting.spec().get("podSets")).get(1).get("count"));
+    }
+
+    @Test
+    void theWorkloadFollowsTheJobsQueueLabelWhileNoQuotaIsHeld() {
+        WorkloadSync.Job moved = new WorkloadSync.Job(PENDING, false, POD_SETS, 0, 0, Optional.empty(), Optional.of("team-a-spare-queue"));
+        WorkloadSync.Changes waiting = sync(moved, workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                """));
+        assertEquals(Map.of("queueName", "team-a-spare-queue"), waiting.spec());
+        assertFalse(waiting.delete());
+        assertNull(sync(moved, workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """)).spec(), "Kueue refuses changing the queue while quota is held");
+    }
+
+    @Test
+    void aJobWhoseQueueLabelIsGoneLetsItsWorkloadGoOnlyOnceItHoldsNoQuota() {
+        WorkloadSync.Job unlabelled = new WorkloadSync.Job(PENDING, false, POD_SETS, 0, 0, Optional.empty(), Optional.empty());
+        WorkloadSync.Changes waiting = sync(unlabelled, workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                """));
+        assertTrue(waiting.delete() && waiting.removeFinalizer(), "it leaves the queue: the Workload goes, finalizer first");
+        assertFalse(WorkloadSync.of(unlabelled, Optional.empty(), Optional.empty(), NOW).create(), "and no new one is made");
+
+        WorkloadSync.Job runningUnlabelled = new WorkloadSync.Job(state(JobPhase.Running, null), false, POD_SETS, 9, 9, Optional.empty(),
+                Optional.empty());
+        WorkloadSync.Changes admitted = sync(runningUnlabelled, workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+                admission:
+                  clusterQueue: gpu-cq
+                  podSetAssignments:
+                  - {name: master, count: 1, flavors: {cpu: spot}}
+                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+                """));
+        assertFalse(admitted.delete(), "an admitted job keeps its Workload, and its quota counted, while it runs");
+        assertEquals("True", condition(admitted.status(), "PodsReady").get("status"), "and the protocol goes on");
+
+        WorkloadSync.Changes finished = sync(new WorkloadSync.Job(state(JobPhase.Succeeded, Outcome.Succeeded), false, POD_SETS, 0, 0,
+                Optional.empty(), Optional.empty()), workload("""
+                conditions:
+                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+                """));
+        assertEquals("True", condition(finished.status(), "Finished").get("status"), "its end gives the quota back");
+        assertFalse(finished.delete());
     }
 
     @Test

@@ -391,6 +391,61 @@ class KueueTest {
         assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "fixed while quota is held");
     }
 
+    @Test
+    @Order(11)
+    void aQueueLabelEditIsFollowedWhileTheJobWaitsAndKeptForItsNextWaitWhileItRuns() {
+        OperatorHarness cluster = new OperatorHarness(client, "relabel");
+        KueueStandIn kueue = kueue("relabel");
+        String workload = queued(cluster, kueue, "");
+        setQueue("relabel", "j", "team-b-queue");
+        await().atMost(OperatorHarness.WAIT).until(() -> "team-b-queue".equals(kueue.workloadOf("j").get("spec", "queueName")));
+        assertEquals(workload, kueue.workloadOf("j").getMetadata().getName(), "the same Workload, moved");
+        cluster.awaitEvent("QueueChanged", "moves from LocalQueue " + QUEUE + " to team-b-queue");
+        cluster.awaitJob("j", j -> cluster.condition("j", JobCondition.QUEUED).message.startsWith("Waiting in LocalQueue team-b-queue"));
+
+        admitWhole(kueue, workload);
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
+        cluster.runAll();
+        cluster.awaitPhase("j", JobPhase.Running);
+        List<String> running = cluster.pods().stream().map(p -> p.getMetadata().getUid()).sorted().toList();
+        setQueue("relabel", "j", null);
+        cluster.awaitEvent("QueueChangeDeferred", "was removed while the job holds quota in LocalQueue team-b-queue");
+        assertEquals(running, cluster.pods().stream().map(p -> p.getMetadata().getUid()).sorted().toList(), "it runs on");
+        assertEquals(workload, kueue.workloadOf("j").getMetadata().getName(), "its Workload, and the quota, stay until it ends");
+
+        // Waiting, then unlabelled: it leaves the queue and runs without one.
+        cluster.submit(t9kJob("k", ""));
+        kueue.awaitWorkloadOf("k");
+        setQueue("relabel", "k", null);
+        cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1", "k-master-0", "k-worker-0", "k-worker-1");
+        assertNull(kueue.workloadOf("k"), "its Workload is gone");
+        assertNull(cluster.pod("k-worker-0").getMetadata().getLabels().get("kueue.x-k8s.io/podset"), "no admission");
+        cluster.awaitEvent("QueueLeft", "runs without a queue");
+
+        // Running without a queue, then labelled: it runs on.
+        cluster.runAll();
+        cluster.awaitPhase("k", JobPhase.Running);
+        List<String> free = cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("k-"))
+                .map(p -> p.getMetadata().getUid()).sorted().toList();
+        setQueue("relabel", "k", QUEUE);
+        cluster.awaitEvent("QueueChangeDeferred", "was set to " + QUEUE + " while the job runs without a queue");
+        assertEquals(free, cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("k-"))
+                .map(p -> p.getMetadata().getUid()).sorted().toList(), "its pods are not stopped");
+        assertNull(kueue.workloadOf("k"), "nothing asked of Kueue while it runs");
+        assertEquals(JobPhase.Running, cluster.job("k").getStatus().phase);
+    }
+
+    void setQueue(String namespace, String job, String queue) {
+        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName(job), j -> {
+            if (queue == null) {
+                j.getMetadata().getLabels().remove("kueue.x-k8s.io/queue-name");
+            } else {
+                j.getMetadata().getLabels().put("kueue.x-k8s.io/queue-name", queue);
+            }
+            return j;
+        });
+    }
+
     void setLabel(String namespace, String maxExecutionSeconds) {
         UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j"), j -> {
             j.getMetadata().getLabels().put("kueue.x-k8s.io/max-exec-time-seconds", maxExecutionSeconds);
