@@ -2,6 +2,7 @@ package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -527,6 +528,75 @@ class KueueIT extends OwnOperators {
             cluster.awaitEvent("Evicted", "maximum execution time");
             admin.namespaces().withName(cluster.namespace).delete();
         }
+    }
+
+    @Test
+    @Order(9)
+    void aQueueLabelEditedWithKubectlMovesAWaitingJobTakesOneOutOfTheQueueAndNeverStopsARunningOne() throws Exception {
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            OperatorHarness cluster = install.harness("kueue-relabel");
+            kueue().queues(cluster.namespace, "1");
+            install.cluster.kubectl().runWithInput("""
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: ClusterQueue
+                    metadata: {name: %1$s-spare}
+                    spec:
+                      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
+                      resourceGroups:
+                      - coveredResources: [cpu]
+                        flavors: [{name: kwok, resources: [{name: cpu, nominalQuota: "1"}]}]
+                    ---
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: LocalQueue
+                    metadata: {name: spare-queue, namespace: %1$s}
+                    spec: {clusterQueue: %1$s-spare}
+                    """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+            cluster.submit(t9kJob("holder", "low", 1, "400m"));
+            cluster.awaitPodNames("holder-master-0", "holder-worker-0");
+            cluster.runAll();
+            cluster.awaitPhase("holder", JobPhase.Running);
+
+            // Waiting for quota in user-queue, moved to spare-queue: the same Workload, admitted there.
+            cluster.submit(t9kJob("mover", "low", 1, "400m"));
+            await().atMost(WAIT).until(() -> Objects.toString(messageOf(cluster.job("mover"), JobCondition.QUEUED), "").contains(NO_QUOTA));
+            String mover = workloadOf(cluster, "mover").getMetadata().getName();
+            queueLabel(cluster, "mover", "spare-queue");
+            await().atMost(WAIT).until(() -> names(cluster, "mover-").size() == 2);
+            GenericKubernetesResource moved = workloadOf(cluster, "mover");
+            assertEquals(List.of(mover, "spare-queue", cluster.namespace + "-spare"), List.of(moved.getMetadata().getName(),
+                    moved.get("spec", "queueName"), moved.get("status", "admission", "clusterQueue")));
+            cluster.awaitEvent("QueueChanged", "moves from LocalQueue user-queue to spare-queue");
+
+            // Waiting, then unlabelled: its Workload goes and it runs without a queue.
+            cluster.submit(t9kJob("leaver", "low", 1, "400m"));
+            await().atMost(WAIT).until(() -> Objects.toString(messageOf(cluster.job("leaver"), JobCondition.QUEUED), "").contains(NO_QUOTA));
+            queueLabel(cluster, "leaver", null);
+            await().atMost(WAIT).until(() -> names(cluster, "leaver-").size() == 2 && workloadOf(cluster, "leaver") == null);
+            assertNull(cluster.pod("leaver-worker-0").getMetadata().getLabels().get("kueue.x-k8s.io/podset"), "not admitted by Kueue");
+            cluster.awaitEvent("QueueLeft", "runs without a queue");
+
+            // Running, then unlabelled or labelled: it runs on, and the quota it holds stays counted until it ends.
+            cluster.runAll();
+            cluster.awaitPhase("leaver", JobPhase.Running);
+            Set<String> running = uids(cluster, "holder-");
+            Set<String> free = uids(cluster, "leaver-");
+            queueLabel(cluster, "holder", null);
+            queueLabel(cluster, "leaver", "user-queue");
+            cluster.awaitEvent("QueueChangeDeferred", "was removed while the job holds quota in LocalQueue user-queue");
+            cluster.awaitEvent("QueueChangeDeferred", "was set to user-queue while the job runs without a queue");
+            await("nothing stopped").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
+                    .until(() -> uids(cluster, "holder-").equals(running) && uids(cluster, "leaver-").equals(free));
+            assertEquals("True", condition(workloadOf(cluster, "holder"), "QuotaReserved").get("status"));
+            assertNull(workloadOf(cluster, "leaver"), "no Workload for a job that runs without a queue");
+            assertEquals(List.of(JobPhase.Running, JobPhase.Running), List.of(cluster.job("holder").getStatus().phase,
+                    cluster.job("leaver").getStatus().phase));
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    void queueLabel(OperatorHarness cluster, String job, String queue) {
+        install.cluster.kubectl().run("label", "--overwrite", "pytorchtrainingjob", job, "-n", cluster.namespace,
+                queue == null ? "kueue.x-k8s.io/queue-name-" : "kueue.x-k8s.io/queue-name=" + queue).orFail();
     }
 
     /** Both pods ungated by Kueue, on the two hosts of rack r2, as the admission's topology assignment says. */
