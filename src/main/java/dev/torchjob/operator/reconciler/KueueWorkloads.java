@@ -213,8 +213,10 @@ public class KueueWorkloads {
         }
         String identity = "queue label\n" + event.get().reason() + "\n" + event.get().message();
         if (!identity.equals(told.get(uid))) {
-            events.record(job, event.get(), identity);
-            told.put(uid, identity);
+            ApplyFailure.reading(PlanExecutor.EVENT_STEP, "event " + event.get().reason(), () -> {
+                events.record(job, event.get(), identity);
+                return told.put(uid, identity);
+            });
         }
     }
 
@@ -314,10 +316,13 @@ public class KueueWorkloads {
         if (existing != null && !ours && forThisJob) {
             LOG.infof("%s %s/%s: its Workload %s was made by Kueue's own integration, which runs its queue", job.getKind(),
                     job.getMetadata().getNamespace(), job.getMetadata().getName(), name);
-            if (foreign.add(job.getMetadata().getUid())) {
-                events.record(job, Plan.JobEvent.warning("WorkloadNotOurs", "Workload " + name + " was made by Kueue's own "
-                        + "integration for this kind, not by this operator: Kueue queues the job through its suspend field. With that "
-                        + "integration on, leave the kind out of Kueue's externalFrameworks (docs/kueue.md)."), "not ours\n" + name);
+            if (!foreign.contains(job.getMetadata().getUid())) {
+                ApplyFailure.reading(PlanExecutor.EVENT_STEP, "event WorkloadNotOurs", () -> {
+                    events.record(job, Plan.JobEvent.warning("WorkloadNotOurs", "Workload " + name + " was made by Kueue's own "
+                            + "integration for this kind, not by this operator: Kueue queues the job through its suspend field. With that "
+                            + "integration on, leave the kind out of Kueue's externalFrameworks (docs/kueue.md)."), "not ours\n" + name);
+                    return foreign.add(job.getMetadata().getUid());
+                });
             }
         }
         return false;
