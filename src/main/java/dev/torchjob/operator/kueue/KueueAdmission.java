@@ -160,6 +160,11 @@ public final class KueueAdmission {
         return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "QuotaReserved").isPresent();
     }
 
+    /** Whether the Workload is finished (its job ended). */
+    public static boolean finished(GenericKubernetesResource workload) {
+        return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "Finished").isPresent();
+    }
+
     /** Reads the Workload's state; {@code flavors}: the ResourceFlavors it may name, by name. */
     public static State of(GenericKubernetesResource workload, Map<String, Flavor> flavors) {
         Map<String, Object> status = map(workload.getAdditionalProperties().get("status"));

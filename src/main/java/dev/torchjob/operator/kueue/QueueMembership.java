@@ -21,8 +21,11 @@ import io.fabric8.kubernetes.api.model.Pod;
 public record QueueMembership(Optional<String> queue, boolean leaving, Optional<JobEvent> event) {
     static final QueueMembership NONE = new QueueMembership(Optional.empty(), false, Optional.empty());
 
-    /** The job's Workload, as far as it matters here: its queue, and whether Kueue reserved quota for it there. */
-    public record Workload(String name, String queue, boolean quotaReserved) {
+    /**
+     * The job's Workload, as far as it matters here: its queue, whether Kueue reserved quota for it
+     * there, and whether it is finished (the job ended: a label edit then changes nothing).
+     */
+    public record Workload(String name, String queue, boolean quotaReserved, boolean finished) {
     }
 
     /**
@@ -44,8 +47,8 @@ public record QueueMembership(Optional<String> queue, boolean leaving, Optional<
             return new QueueMembership(label, false, Optional.empty());
         }
         Workload held = workload.get();
-        if (label.isPresent() && label.get().equals(held.queue())) {
-            return new QueueMembership(label, false, Optional.empty());
+        if (held.finished() || label.isPresent() && label.get().equals(held.queue())) {
+            return new QueueMembership(Optional.of(held.queue()), false, Optional.empty());
         }
         if (held.quotaReserved()) {
             String edit = label.map(l -> "was changed to " + l).orElse("was removed");

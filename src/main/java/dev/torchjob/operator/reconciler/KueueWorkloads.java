@@ -201,7 +201,7 @@ public class KueueWorkloads {
 
     private static QueueMembership.Workload membershipOf(GenericKubernetesResource workload) {
         return new QueueMembership.Workload(workload.getMetadata().getName(), KueueAdmission.queueOf(workload),
-                KueueAdmission.quotaReserved(workload));
+                KueueAdmission.quotaReserved(workload), KueueAdmission.finished(workload));
     }
 
     /** Says a queue label edit once per job and edit (the event's name makes it once across operator restarts too). */

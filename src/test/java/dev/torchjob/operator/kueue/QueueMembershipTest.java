@@ -21,8 +21,8 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 class QueueMembershipTest {
     static final Optional<String> A = Optional.of("queue-a");
     static final Optional<String> B = Optional.of("queue-b");
-    static final QueueMembership.Workload WAITING_IN_A = new QueueMembership.Workload("w", "queue-a", false);
-    static final QueueMembership.Workload ADMITTED_IN_A = new QueueMembership.Workload("w", "queue-a", true);
+    static final QueueMembership.Workload WAITING_IN_A = new QueueMembership.Workload("w", "queue-a", false, false);
+    static final QueueMembership.Workload ADMITTED_IN_A = new QueueMembership.Workload("w", "queue-a", true, false);
 
     @Test
     void aLabelledJobWithoutPodsOfItsOwnIsInTheQueueItsLabelNames() {
@@ -80,6 +80,17 @@ class QueueMembershipTest {
                 removed.event().toString());
         assertTrue(removed.event().orElseThrow().message().endsWith("leaves the queue when the admission ends (the job is paused or evicted)"),
                 removed.event().toString());
+    }
+
+    @Test
+    void aLabelEditAfterTheJobEndedChangesNothingAndSaysNothing() {
+        for (boolean reserved : List.of(true, false)) {
+            QueueMembership.Workload finished = new QueueMembership.Workload("w", "queue-a", reserved, true);
+            for (Optional<String> label : List.of(A, B, Optional.<String>empty())) {
+                assertEquals(new QueueMembership(A, false, Optional.empty()), QueueMembership.of(label, Optional.of(finished), false),
+                        label + " reserved " + reserved);
+            }
+        }
     }
 
     static Pod pod(boolean admitted, boolean going) {
