@@ -31,6 +31,17 @@ class WorkloadSyncTest {
     static final JobState PENDING = state(JobPhase.Pending, null);
     /** The queue KueueProtocolTest's Workloads are in, which the jobs here name. */
     static final Optional<String> QUEUE = Optional.of("team-a-user-queue");
+    /** A Workload status: admitted whole, its master on the spot flavor, its workers on the a100 one. */
+    static final String ADMITTED = """
+            conditions:
+            - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
+            - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
+            admission:
+              clusterQueue: gpu-cq
+              podSetAssignments:
+              - {name: master, count: 1, flavors: {cpu: spot}}
+              - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
+            """;
 
     static WorkloadSync.Job job(JobState state, boolean paused, int podsLeft, int podsReady) {
         return new WorkloadSync.Job(state, paused, POD_SETS, podsLeft, podsReady, Optional.empty(), QUEUE);
@@ -141,16 +152,7 @@ class WorkloadSyncTest {
         assertTrue(removed.spec().containsKey("maximumExecutionTimeSeconds") && removed.spec().get("maximumExecutionTimeSeconds") == null,
                 "the label removed: the field goes");
 
-        GenericKubernetesResource admitted = workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
-                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
-                """);
+        GenericKubernetesResource admitted = workload(ADMITTED);
         assertNull(sync(limited, admitted).spec(), "fixed while quota is held, as Kueue's validation requires");
     }
 
@@ -327,16 +329,7 @@ class WorkloadSyncTest {
                 """));
         assertEquals(Map.of("queueName", "team-a-spare-queue"), waiting.spec());
         assertFalse(waiting.delete());
-        assertNull(sync(moved, workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
-                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
-                """)).spec(), "Kueue refuses changing the queue while quota is held");
+        assertNull(sync(moved, workload(ADMITTED)).spec(), "Kueue refuses changing the queue while quota is held");
     }
 
     @Test
@@ -351,16 +344,7 @@ class WorkloadSyncTest {
 
         WorkloadSync.Job runningUnlabelled = new WorkloadSync.Job(state(JobPhase.Running, null), false, POD_SETS, 9, 9, Optional.empty(),
                 Optional.empty());
-        WorkloadSync.Changes admitted = sync(runningUnlabelled, workload("""
-                conditions:
-                - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "Quota reserved"}
-                - {type: Admitted, status: "True", reason: Admitted, message: "admitted"}
-                admission:
-                  clusterQueue: gpu-cq
-                  podSetAssignments:
-                  - {name: master, count: 1, flavors: {cpu: spot}}
-                  - {name: worker, count: 8, flavors: {nvidia.com/gpu: a100}}
-                """));
+        WorkloadSync.Changes admitted = sync(runningUnlabelled, workload(ADMITTED));
         assertFalse(admitted.delete(), "an admitted job keeps its Workload, and its quota counted, while it runs");
         assertEquals("True", condition(admitted.status(), "PodsReady").get("status"), "and the protocol goes on");
 

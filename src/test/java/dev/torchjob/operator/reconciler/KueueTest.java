@@ -372,20 +372,20 @@ class KueueTest {
         assertNull(kueue.workloadOf("j"), "nothing asked of Kueue");
         assertEquals(List.of(), cluster.pods());
 
-        setLabel("max-time", "3600");
+        setLabel("max-time", "j", "kueue.x-k8s.io/max-exec-time-seconds", "3600");
         GenericKubernetesResource workload = kueue.awaitWorkloadOf("j");
         assertEquals(3600, (Integer) workload.get("spec", "maximumExecutionTimeSeconds"));
-        setLabel("max-time", "7200");
+        setLabel("max-time", "j", "kueue.x-k8s.io/max-exec-time-seconds", "7200");
         await().atMost(OperatorHarness.WAIT).until(() -> Integer.valueOf(7200).equals(kueue.workloadOf("j").get("spec",
                 "maximumExecutionTimeSeconds")));
-        setLabel("max-time", "soon");
+        setLabel("max-time", "j", "kueue.x-k8s.io/max-exec-time-seconds", "soon");
         cluster.awaitJob("j", j -> "InvalidQueueRequest".equals(queuedReason(j)));
         assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "a bad value changes nothing");
 
-        setLabel("max-time", "7200");
+        setLabel("max-time", "j", "kueue.x-k8s.io/max-exec-time-seconds", "7200");
         admitWhole(kueue, workload.getMetadata().getName());
         cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1");
-        setLabel("max-time", "60");
+        setLabel("max-time", "j", "kueue.x-k8s.io/max-exec-time-seconds", "60");
         cluster.runAll();
         cluster.awaitPhase("j", JobPhase.Running);
         assertEquals(7200, (Integer) kueue.workloadOf("j").get("spec", "maximumExecutionTimeSeconds"), "fixed while quota is held");
@@ -397,7 +397,7 @@ class KueueTest {
         OperatorHarness cluster = new OperatorHarness(client, "relabel");
         KueueStandIn kueue = kueue("relabel");
         String workload = queued(cluster, kueue, "");
-        setQueue("relabel", "j", "team-b-queue");
+        setLabel("relabel", "j", "kueue.x-k8s.io/queue-name", "team-b-queue");
         await().atMost(OperatorHarness.WAIT).until(() -> "team-b-queue".equals(kueue.workloadOf("j").get("spec", "queueName")));
         assertEquals(workload, kueue.workloadOf("j").getMetadata().getName(), "the same Workload, moved");
         cluster.awaitEvent("QueueChanged", "moves from LocalQueue " + QUEUE + " to team-b-queue");
@@ -408,7 +408,7 @@ class KueueTest {
         cluster.runAll();
         cluster.awaitPhase("j", JobPhase.Running);
         List<String> running = cluster.pods().stream().map(p -> p.getMetadata().getUid()).sorted().toList();
-        setQueue("relabel", "j", null);
+        setLabel("relabel", "j", "kueue.x-k8s.io/queue-name", null);
         cluster.awaitEvent("QueueChangeDeferred", "was removed while the job holds quota in LocalQueue team-b-queue");
         assertEquals(running, cluster.pods().stream().map(p -> p.getMetadata().getUid()).sorted().toList(), "it runs on");
         assertEquals(workload, kueue.workloadOf("j").getMetadata().getName(), "its Workload, and the quota, stay until it ends");
@@ -416,7 +416,7 @@ class KueueTest {
         // Waiting, then unlabelled: it leaves the queue and runs without one.
         cluster.submit(t9kJob("k", ""));
         kueue.awaitWorkloadOf("k");
-        setQueue("relabel", "k", null);
+        setLabel("relabel", "k", "kueue.x-k8s.io/queue-name", null);
         cluster.awaitPodNames("j-master-0", "j-worker-0", "j-worker-1", "k-master-0", "k-worker-0", "k-worker-1");
         assertNull(kueue.workloadOf("k"), "its Workload is gone");
         assertNull(cluster.pod("k-worker-0").getMetadata().getLabels().get("kueue.x-k8s.io/podset"), "no admission");
@@ -427,7 +427,7 @@ class KueueTest {
         cluster.awaitPhase("k", JobPhase.Running);
         List<String> free = cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("k-"))
                 .map(p -> p.getMetadata().getUid()).sorted().toList();
-        setQueue("relabel", "k", QUEUE);
+        setLabel("relabel", "k", "kueue.x-k8s.io/queue-name", QUEUE);
         cluster.awaitEvent("QueueChangeDeferred", "was set to " + QUEUE + " while the job runs without a queue");
         assertEquals(free, cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("k-"))
                 .map(p -> p.getMetadata().getUid()).sorted().toList(), "its pods are not stopped");
@@ -435,20 +435,15 @@ class KueueTest {
         assertEquals(JobPhase.Running, cluster.job("k").getStatus().phase);
     }
 
-    void setQueue(String namespace, String job, String queue) {
-        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName(job), j -> {
-            if (queue == null) {
-                j.getMetadata().getLabels().remove("kueue.x-k8s.io/queue-name");
-            } else {
-                j.getMetadata().getLabels().put("kueue.x-k8s.io/queue-name", queue);
-            }
-            return j;
-        });
-    }
 
-    void setLabel(String namespace, String maxExecutionSeconds) {
-        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName("j"), j -> {
-            j.getMetadata().getLabels().put("kueue.x-k8s.io/max-exec-time-seconds", maxExecutionSeconds);
+    /** Sets a label of the T9k job {@code job} as `kubectl label` would; null removes it. */
+    void setLabel(String namespace, String job, String key, String value) {
+        UserEdits.edit(client.resources(dev.torchjob.operator.api.PyTorchTrainingJob.class).inNamespace(namespace).withName(job), j -> {
+            if (value == null) {
+                j.getMetadata().getLabels().remove(key);
+            } else {
+                j.getMetadata().getLabels().put(key, value);
+            }
             return j;
         });
     }
