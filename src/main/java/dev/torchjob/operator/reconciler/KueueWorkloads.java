@@ -123,11 +123,13 @@ public class KueueWorkloads {
      * (its label was removed or changed since); cheap, for every pass of every job.
      */
     public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context) {
-        if (foreign.contains(job.getMetadata().getUid())) {
-            return false;
+        String uid = job.getMetadata().getUid();
+        boolean may = !foreign.contains(uid) && (KueueWorkload.queueOf(job).isPresent()
+                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent());
+        if (!may) {
+            told.remove(uid); // a job that left its queue: nothing of it is left to say
         }
-        return KueueWorkload.queueOf(job).isPresent()
-                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent();
+        return may;
     }
 
     public <J extends HasMetadata> Observed observe(J job, List<KueueWorkload.PodSet> podSets, Labels labels, Context<J> context) {
