@@ -26,10 +26,11 @@ Role per watched namespace). kubernetes/base/rbac.yaml and kubernetes/kubeflow/r
 a test keeps them equal.
 */}}
 {{- define "torchjob.jobRules" -}}
-# Watch jobs; write only their status (the operator never edits a user's spec).
+# Watch jobs; write only their status (the operator never edits a user's spec). patch: Kueue's
+# default LocalQueue, the one label written, once, on a new job without a queue (as Kueue's webhooks).
 - apiGroups: ["batch.tensorstack.dev"]
   resources: ["pytorchtrainingjobs"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch"{{ if .Values.kueue.enabled }}, "patch"{{ end }}]
 - apiGroups: ["batch.tensorstack.dev"]
   resources: ["pytorchtrainingjobs/status"]
   verbs: ["get", "update", "patch"]
@@ -63,12 +64,16 @@ a test keeps them equal.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads/finalizers"]
   verbs: ["update"]
+# The LocalQueues named default (Kueue's default LocalQueue of a namespace).
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["localqueues"]
+  verbs: ["get", "list", "watch"]
 {{- end }}
 {{- if .Values.kubeflow.enabled }}
-# kubeflow.org/v1 PyTorchJob; delete: ttlSecondsAfterFinished.
+# kubeflow.org/v1 PyTorchJob; delete: ttlSecondsAfterFinished; patch: Kueue's default LocalQueue label.
 - apiGroups: ["kubeflow.org"]
   resources: ["pytorchjobs"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["get", "list", "watch", {{ if .Values.kueue.enabled }}"patch", {{ end }}"delete"]
 - apiGroups: ["kubeflow.org"]
   resources: ["pytorchjobs/status"]
   verbs: ["get", "update", "patch"]

@@ -12,7 +12,8 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 
 /**
  * Whether an optional API (a scheduler's, Kueue's) is installed, asked of API discovery: a yes is
- * trusted for 30 seconds, a no is asked again at the next look (waiting jobs are re-checked every minute).
+ * trusted for 30 seconds, a no is asked again at the next look (waiting jobs are re-checked every minute),
+ * or also trusted for 30 seconds where every new job would ask ({@link #installedLately}).
  */
 final class ApiDiscovery {
     static final Duration TTL = Duration.ofSeconds(30);
@@ -21,6 +22,7 @@ final class ApiDiscovery {
     private final Clock clock;
     private final ResourceDefinitionContext api;
     private volatile Instant installedSeenAt;
+    private volatile Instant absentSeenAt;
 
     ApiDiscovery(KubernetesClient client, Clock clock, ResourceDefinitionContext api) {
         this.client = client;
@@ -34,6 +36,17 @@ final class ApiDiscovery {
             installedSeenAt = discover() ? now : null;
         }
         return installedSeenAt != null;
+    }
+
+    /** As {@link #installed}, but a no is trusted for as long as a yes: for a question every new job asks. */
+    boolean installedLately() {
+        Instant now = clock.instant();
+        if (absentSeenAt != null && !absentSeenAt.plus(TTL).isBefore(now)) {
+            return false;
+        }
+        boolean installed = installed();
+        absentSeenAt = installed ? null : now;
+        return installed;
     }
 
     private boolean discover() {

@@ -13,6 +13,7 @@ import jakarta.inject.Inject;
 import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
@@ -43,6 +44,8 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     private static final Logger LOG = Logger.getLogger(JobReconciler.class);
     /** Our own creates wake no pass (the informer's cache already shows them): look again this soon. */
     private static final Duration AFTER_CREATES = Duration.ofSeconds(2);
+    /** A job just labelled with a queue is looked at again this soon if its label's event has not come. */
+    private static final Duration AFTER_LABEL = Duration.ofSeconds(1);
     /** Retries of a step the API server refused: as @GradualRetry retries any other error, 1 s doubling to 5 min. */
     private static final Duration MIN_RETRY = Duration.ofSeconds(1);
     private static final Duration MAX_RETRY = Duration.ofMinutes(5);
@@ -80,6 +83,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     KueueWorkloads kueue;
 
     @Inject
+    DefaultLocalQueues defaultQueues;
+
+    @Inject
     PassesInFlight passes;
 
     @Inject
@@ -111,6 +117,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     protected boolean queuedHere(J job) {
         return true;
     }
+
+    /** Whether the operator has written anything to the job's status yet. */
+    protected abstract boolean statusWritten(J job);
 
     /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */
     protected abstract Optional<S> withReconcileError(S status, String reason, String message);
@@ -182,10 +191,16 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             return UpdateControl.noUpdate();
         }
         ResourceID id = ResourceID.fromResource(job);
-        boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context);
-        List<KueueWorkload.PodSet> podSets = mayBeQueued ? podSets(job) : List.of();
         KueueWorkloads.Observed queue;
+        List<KueueWorkload.PodSet> podSets = List.of();
         try {
+            if (queuedHere(job) && defaultQueues.label(job, () -> statusWritten(job)
+                    || !Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).isEmpty(), context)) {
+                // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
+                return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_LABEL);
+            }
+            boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context);
+            podSets = mayBeQueued ? podSets(job) : List.of();
             queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
         } catch (ApplyFailure e) {
             return retryAfterRefusal(job, job.getStatus(), e, context);

@@ -57,6 +57,7 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
                 ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), KubeflowLabels.OPERATOR_SELECTOR,
                 KubeflowLabels.JOB_NAME)));
+        sources.addAll(defaultQueues.atStart(context, NAME));
         gangPodGroups.atStart(context).ifPresent(sources::add);
         return sources;
     }
@@ -104,6 +105,11 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     @Override
     protected Optional<java.time.Instant> errorSince(PyTorchJobStatus status) {
         return KubeflowPlanner.errorSince(status);
+    }
+
+    @Override
+    protected boolean statusWritten(PyTorchJob job) {
+        return job.getStatus() != null && (job.getStatus().phase != null || !job.getStatus().conditions.isEmpty());
     }
 
     @Override

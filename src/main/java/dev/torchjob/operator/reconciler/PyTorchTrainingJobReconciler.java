@@ -53,6 +53,7 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
                 ownedPods(PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
                 ownedBy(Service.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME)));
+        sources.addAll(defaultQueues.atStart(context, NAME));
         return sources;
     }
 
@@ -91,6 +92,11 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     @Override
     protected Optional<java.time.Instant> errorSince(PyTorchTrainingJobStatus status) {
         return T9kPlanner.errorSince(status);
+    }
+
+    @Override
+    protected boolean statusWritten(PyTorchTrainingJob job) {
+        return job.getStatus() != null && (job.getStatus().phase != null || !job.getStatus().conditions.isEmpty());
     }
 
     @Override

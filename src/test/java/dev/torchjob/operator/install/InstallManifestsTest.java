@@ -60,7 +60,7 @@ class InstallManifestsTest {
     void clusterRoleGrantsExactlyWhatTheOperatorUses() throws IOException {
         ClusterRole role = only(load("base/rbac.yaml"), ClusterRole.class);
         Map<String, Set<String>> verbs = verbs(role.getRules());
-        assertEquals(Set.of("get", "list", "watch"), verbs.get("pytorchtrainingjobs"));
+        assertEquals(Set.of("get", "list", "watch", "patch"), verbs.get("pytorchtrainingjobs"), "patch: Kueue's default LocalQueue label");
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchtrainingjobs/status"));
         assertEquals(Set.of("update"), verbs.get("pytorchtrainingjobs/finalizers"));
         assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
@@ -73,6 +73,7 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch"), verbs.get("resourceflavors"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("workloadpriorityclasses"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("priorityclasses"));
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("localqueues"));
         role.getRules().forEach(rule -> {
             assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
             assertFalse(rule.getResources().contains("*"), "no wildcard resources");
@@ -128,7 +129,8 @@ class InstallManifestsTest {
     void theKubeflowOverlayAddsExactlyWhatPyTorchJobsNeedAndTurnsTheControllerOn() throws IOException {
         ClusterRole role = only(load("kubeflow/rbac.yaml"), ClusterRole.class);
         Map<String, Set<String>> verbs = verbs(role.getRules());
-        assertEquals(Set.of("get", "list", "watch", "delete"), verbs.get("pytorchjobs"), "delete: ttlSecondsAfterFinished");
+        assertEquals(Set.of("get", "list", "watch", "patch", "delete"), verbs.get("pytorchjobs"),
+                "delete: ttlSecondsAfterFinished; patch: Kueue's default LocalQueue label");
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchjobs/status"));
         assertEquals(Set.of("update"), verbs.get("pytorchjobs/finalizers"));
         assertEquals(Set.of("delete"), verbs.get("services"), "a replica's Service goes with its pod (clean-up, suspend)");

@@ -435,6 +435,51 @@ class KueueTest {
         assertEquals(JobPhase.Running, cluster.job("k").getStatus().phase);
     }
 
+    @Test
+    @Order(12)
+    void aNewJobWithoutAQueueIsPutInItsNamespacesDefaultLocalQueueAndAStartedOneRunsOn() {
+        OperatorHarness cluster = new OperatorHarness(client, "defaulted");
+        KueueStandIn kueue = kueue("defaulted");
+        cluster.submit(OperatorHarness.job("early", "OnFailure", "{}"));
+        cluster.awaitPodNames("early-master-0", "early-worker-0", "early-worker-1");
+        List<String> early = cluster.pods().stream().map(p -> p.getMetadata().getUid()).sorted().toList();
+
+        kueue.localQueue("default", "gpu-cq");
+        cluster.submit(OperatorHarness.job("j", "OnFailure", "{}"));
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("j");
+        assertEquals("default", cluster.job("j").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"), "labelled as Kueue's webhook would");
+        assertEquals("default", workload.get("spec", "queueName"));
+        cluster.awaitJob("j", j -> j.getStatus().conditions.stream().anyMatch(c -> JobCondition.QUEUED.equals(c.type)
+                && c.message.startsWith("Waiting in LocalQueue default")));
+        assertEquals(3, cluster.pods().size(), "nothing of it runs until admitted");
+        admitWhole(kueue, workload.getMetadata().getName());
+        cluster.awaitPodNames("early-master-0", "early-worker-0", "early-worker-1", "j-master-0", "j-worker-0", "j-worker-1");
+        assertEquals("gpu-cq", cluster.pod("j-worker-0").getMetadata().getLabels().get("kueue.x-k8s.io/cluster-queue-name"));
+
+        // The job started before the LocalQueue existed: no label, no Workload, its pods untouched.
+        assertNull(cluster.job("early").getMetadata().getLabels() == null ? null
+                : cluster.job("early").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+        assertNull(kueue.workloadOf("early"));
+        assertEquals(early, cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("early-"))
+                .map(p -> p.getMetadata().getUid()).sorted().toList());
+
+        // A job that names its queue keeps it; a PyTorchJob is put in the default one the same way.
+        cluster.submit(t9kJob("named", ""));
+        assertEquals(QUEUE, kueue.awaitWorkloadOf("named").get("spec", "queueName"));
+        PyTorchJob job = cluster.client.getKubernetesSerialization().unmarshal(PyTorchJobTestJobs.job("p", "OnFailure", "{}"), PyTorchJob.class);
+        client.resources(PyTorchJob.class).inNamespace("defaulted").resource(job).create();
+        assertEquals("default", kueue.awaitWorkloadOf("p").get("spec", "queueName"));
+        assertEquals("default", cluster.pytorchJob("p").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+
+        // Kueue's own namespace is not one it manages: its jobs are never put in a queue.
+        OperatorHarness system = new OperatorHarness(client, "kueue-system");
+        new KueueStandIn(client, "kueue-system").localQueue("default", "gpu-cq");
+        system.submit(OperatorHarness.job("s", "OnFailure", "{}"));
+        system.awaitPods(3);
+        assertNull(system.job("s").getMetadata().getLabels() == null ? null
+                : system.job("s").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+        assertEquals(List.of(), new KueueStandIn(client, "kueue-system").workloads());
+    }
 
     /** Sets a label of the T9k job {@code job} as `kubectl label` would; null removes it. */
     void setLabel(String namespace, String job, String key, String value) {

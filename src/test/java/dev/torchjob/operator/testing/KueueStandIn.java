@@ -27,6 +27,7 @@ public final class KueueStandIn {
     public static final ResourceDefinitionContext WORKLOADS = api("workloads", "Workload", true);
     public static final ResourceDefinitionContext FLAVORS = api("resourceflavors", "ResourceFlavor", false);
     public static final ResourceDefinitionContext WORKLOAD_PRIORITY_CLASSES = api("workloadpriorityclasses", "WorkloadPriorityClass", false);
+    public static final ResourceDefinitionContext LOCAL_QUEUES = api("localqueues", "LocalQueue", true);
     static final Duration WAIT = Duration.ofSeconds(30);
 
     private final KubernetesClient client;
@@ -42,9 +43,9 @@ public final class KueueStandIn {
                 .withPlural(plural).withNamespaced(namespaced).build();
     }
 
-    /** Enough of Kueue's API for a server that checks no schema (the mock): the three kinds, served, with a status subresource. */
+    /** Enough of Kueue's API for a server that checks no schema (the mock): the four kinds, served, with a status subresource. */
     public static void installNamesOnly(KubernetesClient client) {
-        for (ResourceDefinitionContext kind : List.of(WORKLOADS, FLAVORS, WORKLOAD_PRIORITY_CLASSES)) {
+        for (ResourceDefinitionContext kind : List.of(WORKLOADS, FLAVORS, WORKLOAD_PRIORITY_CLASSES, LOCAL_QUEUES)) {
             String singular = kind.getKind().toLowerCase();
             client.apiextensions().v1().customResourceDefinitions().resource(new CustomResourceDefinitionBuilder()
                     .withNewMetadata().withName(kind.getPlural() + ".kueue.x-k8s.io").endMetadata()
@@ -63,6 +64,16 @@ public final class KueueStandIn {
         flavor.setMetadata(new io.fabric8.kubernetes.api.model.ObjectMetaBuilder().withName(name).build());
         flavor.setAdditionalProperty("spec", Map.of("nodeLabels", nodeLabels, "tolerations", tolerations));
         client.genericKubernetesResources(FLAVORS).resource(flavor).createOr(existing -> existing.update());
+    }
+
+    /** A LocalQueue of this namespace feeding the ClusterQueue {@code clusterQueue} (only its name matters to the operator). */
+    public void localQueue(String name, String clusterQueue) {
+        GenericKubernetesResource queue = new GenericKubernetesResource();
+        queue.setApiVersion("kueue.x-k8s.io/v1beta2");
+        queue.setKind("LocalQueue");
+        queue.setMetadata(new io.fabric8.kubernetes.api.model.ObjectMetaBuilder().withName(name).withNamespace(namespace).build());
+        queue.setAdditionalProperty("spec", Map.of("clusterQueue", clusterQueue));
+        client.genericKubernetesResources(LOCAL_QUEUES).inNamespace(namespace).resource(queue).createOr(existing -> existing.update());
     }
 
     public static Map<String, Object> toleration(String key) {

@@ -597,6 +597,71 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    @Test
+    @Order(10)
+    void aNewJobWithoutAQueueLabelGoesToItsNamespacesDefaultLocalQueueAndOneStartedBeforeItRunsOn() throws Exception {
+        kueue();
+        String unlabelled = """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: %s}
+                spec:
+                  replicaSpecs:
+                  - type: master
+                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                  - type: worker
+                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                """;
+        OperatorHarness cluster = install.harness("kueue-default");
+        kueue().queues(cluster.namespace, "4");
+        Set<String> early;
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            cluster.submit(unlabelled.formatted("early"));
+            cluster.awaitPodNames("early-master-0", "early-worker-0");
+            cluster.runAll();
+            cluster.awaitPhase("early", JobPhase.Running);
+            early = uids(cluster, "early-");
+        }
+        install.cluster.kubectl().runWithInput("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: LocalQueue
+                metadata: {name: default, namespace: %1$s}
+                spec: {clusterQueue: %1$s}
+                """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+        // The LocalQueue made before this operator starts: its informer holds it before the first pass.
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            // As Kueue's webhook labels a batch Job created now: the label on the job, its Workload in that queue.
+            cluster.submit(unlabelled.formatted("j"));
+            await().atMost(WAIT).until(() -> workloadOf(cluster, "j") != null && names(cluster, "j-").size() == 2);
+            assertEquals("default", cluster.job("j").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+            GenericKubernetesResource workload = workloadOf(cluster, "j");
+            assertEquals(List.of("default", cluster.namespace), List.of(workload.get("spec", "queueName"),
+                    workload.get("status", "admission", "clusterQueue")));
+            assertEquals("kwok", cluster.pod("j-worker-0").getSpec().getNodeSelector().get("type"), "placed by the admission");
+
+            cluster.submitPyTorchJob("""
+                    apiVersion: kubeflow.org/v1
+                    kind: PyTorchJob
+                    metadata: {name: p}
+                    spec:
+                      pytorchReplicaSpecs:
+                        Master:
+                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                    """);
+            await().atMost(WAIT).until(() -> workloadOf(cluster, "p") != null && names(cluster, "p-").size() == 1);
+            assertEquals("default", cluster.pytorchJob("p").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+            assertEquals("default", workloadOf(cluster, "p").get("spec", "queueName"));
+
+            // Started before the LocalQueue existed, and seen again by a new operator: it runs on, no label, no Workload.
+            assertEquals(early, uids(cluster, "early-"));
+            assertNull(cluster.job("early").getMetadata().getLabels() == null ? null
+                    : cluster.job("early").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+            assertNull(workloadOf(cluster, "early"));
+            assertEquals(JobPhase.Running, cluster.job("early").getStatus().phase);
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     void queueLabel(OperatorHarness cluster, String job, String queue) {
         install.cluster.kubectl().run("label", "--overwrite", "pytorchtrainingjob", job, "-n", cluster.namespace,
                 queue == null ? "kueue.x-k8s.io/queue-name-" : "kueue.x-k8s.io/queue-name=" + queue).orFail();
