@@ -118,7 +118,10 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         return true;
     }
 
-    /** Whether the operator has written anything to the job's status yet. */
+    /**
+     * Whether the operator has recorded the job's course in its status yet: a phase or a condition other
+     * than ReconcileError (a job whose first step was refused has not started).
+     */
     protected abstract boolean statusWritten(J job);
 
     /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */

@@ -14,6 +14,7 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.kubeflow.KubeflowConditions;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kubeflow.KubeflowPlanner;
@@ -109,7 +110,8 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
 
     @Override
     protected boolean statusWritten(PyTorchJob job) {
-        return job.getStatus() != null && (job.getStatus().phase != null || !job.getStatus().conditions.isEmpty());
+        return job.getStatus() != null && (job.getStatus().phase != null
+                || job.getStatus().conditions.stream().anyMatch(c -> !KubeflowConditions.RECONCILE_ERROR.equals(c.type)));
     }
 
     @Override

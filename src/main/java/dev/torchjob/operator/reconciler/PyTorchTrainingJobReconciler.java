@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 import jakarta.inject.Inject;
 
+import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Observation;
@@ -96,7 +97,8 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
 
     @Override
     protected boolean statusWritten(PyTorchTrainingJob job) {
-        return job.getStatus() != null && (job.getStatus().phase != null || !job.getStatus().conditions.isEmpty());
+        return job.getStatus() != null && (job.getStatus().phase != null
+                || job.getStatus().conditions.stream().anyMatch(c -> !JobCondition.RECONCILE_ERROR.equals(c.type)));
     }
 
     @Override

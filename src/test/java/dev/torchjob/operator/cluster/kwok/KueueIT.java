@@ -652,6 +652,32 @@ class KueueIT extends OwnOperators {
             assertEquals("default", cluster.pytorchJob("p").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
             assertEquals("default", workloadOf(cluster, "p").get("spec", "queueName"));
 
+            // Without the right to label a job (an RBAC older than this operator), the job does not run around the queue:
+            // it waits, saying the step and the server's refusal, and is put in the queue once the right is back.
+            var rbac = admin.rbac().clusterRoles().withName("torchjob-operator");
+            var granted = rbac.get();
+            rbac.edit(role -> {
+                role.getRules().stream().filter(r -> r.getResources().equals(List.of("pytorchtrainingjobs")))
+                        .forEach(r -> r.setVerbs(r.getVerbs().stream().filter(v -> !v.equals("patch")).toList()));
+                return role;
+            });
+            try {
+                cluster.submit(unlabelled.formatted("refused"));
+                cluster.awaitJob("refused", job -> "FailedSetQueueLabel".equals(reasonOf(job, JobCondition.RECONCILE_ERROR)));
+                assertTrue(messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR).contains("forbidden"),
+                        messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR));
+                await("nothing of it runs").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
+                        .until(() -> names(cluster, "refused-").isEmpty() && workloadOf(cluster, "refused") == null);
+            } finally {
+                rbac.edit(role -> {
+                    role.setRules(granted.getRules());
+                    return role;
+                });
+            }
+            // Retried with back-off (1 s, 2 s, ... since the refusal was first said).
+            await().atMost(WAIT).until(() -> workloadOf(cluster, "refused") != null && names(cluster, "refused-").size() == 2);
+            assertEquals("default", cluster.job("refused").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+
             // Started before the LocalQueue existed, and seen again by a new operator: it runs on, no label, no Workload.
             assertEquals(early, uids(cluster, "early-"));
             assertNull(cluster.job("early").getMetadata().getLabels() == null ? null
