@@ -63,10 +63,15 @@ class KueueIT extends OwnOperators {
     }
 
     static String t9kJob(String name, String priority, int workers, String cpu) {
+        return t9kJobLabelled(name, "{kueue.x-k8s.io/queue-name: user-queue, kueue.x-k8s.io/priority-class: " + priority + "}", workers, cpu);
+    }
+
+    /** A master and {@code workers} workers, each asking for {@code cpu}, with these labels (a YAML map). */
+    static String t9kJobLabelled(String name, String labels, int workers, String cpu) {
         return """
                 apiVersion: batch.tensorstack.dev/v1beta1
                 kind: PyTorchTrainingJob
-                metadata: {name: %1$s, labels: {kueue.x-k8s.io/queue-name: user-queue, kueue.x-k8s.io/priority-class: %2$s}}
+                metadata: {name: %1$s, labels: %2$s}
                 spec:
                   replicaSpecs:
                   - type: master
@@ -74,7 +79,7 @@ class KueueIT extends OwnOperators {
                   - type: worker
                     replicas: %3$d
                     template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: %4$s}}}]}}
-                """.formatted(name, priority, workers, cpu);
+                """.formatted(name, labels, workers, cpu);
     }
 
     static String pytorchJob(String name, String priority, int workers, String cpu, String workerNodeSelector) {
@@ -601,22 +606,11 @@ class KueueIT extends OwnOperators {
     @Order(10)
     void aNewJobWithoutAQueueLabelGoesToItsNamespacesDefaultLocalQueueAndOneStartedBeforeItRunsOn() throws Exception {
         kueue();
-        String unlabelled = """
-                apiVersion: batch.tensorstack.dev/v1beta1
-                kind: PyTorchTrainingJob
-                metadata: {name: %s}
-                spec:
-                  replicaSpecs:
-                  - type: master
-                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
-                  - type: worker
-                    template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
-                """;
         OperatorHarness cluster = install.harness("kueue-default");
         kueue().queues(cluster.namespace, "4");
         Set<String> early;
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
-            cluster.submit(unlabelled.formatted("early"));
+            cluster.submit(t9kJobLabelled("early", "{}", 1, "100m"));
             cluster.awaitPodNames("early-master-0", "early-worker-0");
             cluster.runAll();
             cluster.awaitPhase("early", JobPhase.Running);
@@ -631,7 +625,7 @@ class KueueIT extends OwnOperators {
         // The LocalQueue made before this operator starts: its informer holds it before the first pass.
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             // As Kueue's webhook labels a batch Job created now: the label on the job, its Workload in that queue.
-            cluster.submit(unlabelled.formatted("j"));
+            cluster.submit(t9kJobLabelled("j", "{}", 1, "100m"));
             await().atMost(WAIT).until(() -> workloadOf(cluster, "j") != null && names(cluster, "j-").size() == 2);
             assertEquals("default", cluster.job("j").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
             GenericKubernetesResource workload = workloadOf(cluster, "j");
@@ -662,7 +656,7 @@ class KueueIT extends OwnOperators {
                 return role;
             });
             try {
-                cluster.submit(unlabelled.formatted("refused"));
+                cluster.submit(t9kJobLabelled("refused", "{}", 1, "100m"));
                 cluster.awaitJob("refused", job -> "FailedSetQueueLabel".equals(reasonOf(job, JobCondition.RECONCILE_ERROR)));
                 assertTrue(messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR).contains("forbidden"),
                         messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR));
