@@ -24,6 +24,8 @@ public final class KueueWorkload {
     public static final String API_VERSION = "kueue.x-k8s.io/v1beta2";
     public static final String KIND = "Workload";
     public static final String QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
+    /** Job annotations carried to the Workload for Kueue's ProvisioningRequest admission check (its ProvReqAnnotationPrefix). */
+    public static final String PROVISIONING_PREFIX = "provreq.kueue.x-k8s.io/";
     public static final String PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class";
     public static final String JOB_UID_LABEL = "kueue.x-k8s.io/job-uid";
     public static final String FINALIZER = "kueue.x-k8s.io/resource-in-use";
@@ -138,6 +140,10 @@ public final class KueueWorkload {
         meta.setLabels(new LinkedHashMap<>(labels));
         meta.getLabels().put(JOB_UID_LABEL, job.getMetadata().getUid());
         meta.setFinalizers(new ArrayList<>(List.of(FINALIZER)));
+        Map<String, String> provisioning = provisioningParametersOf(job);
+        if (!provisioning.isEmpty()) {
+            meta.setAnnotations(provisioning);
+        }
         meta.setOwnerReferences(List.of(new OwnerReferenceBuilder().withApiVersion(job.getApiVersion()).withKind(job.getKind())
                 .withName(job.getMetadata().getName()).withUid(job.getMetadata().getUid()).withController(true)
                 .withBlockOwnerDeletion(true).build()));
@@ -157,6 +163,23 @@ public final class KueueWorkload {
         workload.setMetadata(meta);
         workload.setAdditionalProperty("spec", spec);
         return workload;
+    }
+
+    /**
+     * The job's annotations that are parameters of a ProvisioningRequest ({@value #PROVISIONING_PREFIX}...): Kueue's
+     * integrations carry them to the Workload when they make it, and Kueue's ProvisioningRequest admission check
+     * passes them on to the cluster autoscaler.
+     */
+    static Map<String, String> provisioningParametersOf(HasMetadata job) {
+        Map<String, String> parameters = new LinkedHashMap<>();
+        if (job.getMetadata().getAnnotations() != null) {
+            job.getMetadata().getAnnotations().forEach((key, value) -> {
+                if (key.startsWith(PROVISIONING_PREFIX)) {
+                    parameters.put(key, value);
+                }
+            });
+        }
+        return parameters;
     }
 
     /** spec.podSets as the Workload holds them. */

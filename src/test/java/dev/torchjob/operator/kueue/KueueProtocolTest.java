@@ -367,6 +367,18 @@ class KueueProtocolTest {
     }
 
     @Test
+    void theJobsProvisioningRequestParametersGoToItsWorkloadAsKueuesIntegrationsCarryThem() {
+        PyTorchTrainingJob job = job("provisioned");
+        job.getMetadata().setAnnotations(Map.of("provreq.kueue.x-k8s.io/maxRunDurationSeconds", "3600",
+                "provreq.kueue.x-k8s.io/ValidUntilSeconds", "60", "team.example.com/owner", "vision"));
+        GenericKubernetesResource workload = KueueWorkload.of(job, "q", List.of(new KueueWorkload.PodSet("worker", template(), 4,
+                Optional.empty(), null)), Optional.empty());
+        assertEquals(Map.of("provreq.kueue.x-k8s.io/maxRunDurationSeconds", "3600", "provreq.kueue.x-k8s.io/ValidUntilSeconds", "60"),
+                workload.getMetadata().getAnnotations(), "only Kueue's ProvisioningRequest parameters");
+        assertEquals(Map.of(), KueueWorkload.of(job("plain"), "q", List.of(), Optional.empty()).getMetadata().getAnnotations());
+    }
+
+    @Test
     void theJobsMaximumExecutionTimeIsItsLabelAndABadValueIsRefusedAsKueueRefusesIt() {
         PyTorchTrainingJob job = job("limited");
         job.getMetadata().getLabels().put(KueueWorkload.MAX_EXEC_TIME_LABEL, "3600");
