@@ -327,6 +327,9 @@ public final class Engine {
             } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
                 situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
                 out.recheckAt(now.plus(ADMISSION_RECHECK));
+            } else if (queue instanceof QueueAdmission.NoQueueName unnamed) {
+                // No recheck: a label, or a default LocalQueue made in its namespace, brings the job back.
+                situation = new Situation.Queued("", Situation.Queued.NO_QUEUE_NAME, unnamed.message(), pods.size());
             } else if (queue instanceof QueueAdmission.Invalid invalid) {
                 situation = new Situation.Queued(invalid.queue(), Situation.Queued.INVALID, "Not queued in LocalQueue " + invalid.queue()
                         + ": " + invalid.message(), pods.size());

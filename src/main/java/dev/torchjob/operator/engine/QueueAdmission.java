@@ -23,6 +23,10 @@ public sealed interface QueueAdmission {
     record Unavailable(String queue, String message) implements QueueAdmission {
     }
 
+    /** Every job must name a queue here (Kueue's manageJobsWithoutQueueName), and this one names none: no pod may exist. */
+    record NoQueueName(String message) implements QueueAdmission {
+    }
+
     /**
      * The job asks its queue for something Kueue refuses (a Kueue label with a bad value): it is not
      * queued and no pod may exist until the job is fixed.

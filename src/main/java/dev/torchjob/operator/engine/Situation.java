@@ -66,6 +66,8 @@ public sealed interface Situation {
         public static final String UNAVAILABLE = "KueueUnavailable";
         /** The job's Kueue labels are not what Kueue takes: fixing them queues it. */
         public static final String INVALID = "InvalidQueueRequest";
+        /** Every job must name a queue, and this one names none: naming one queues it. */
+        public static final String NO_QUEUE_NAME = "QueueNameMissing";
 
         /** The reasons a job that had started is waiting again: readmission resumes it. */
         public static boolean afterEviction(String reason) {

@@ -17,6 +17,7 @@ import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
+import dev.torchjob.operator.kueue.JobWithoutQueueName;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.metrics.OperatorSdkMetrics;
@@ -83,7 +84,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     KueueWorkloads kueue;
 
     @Inject
-    DefaultLocalQueues defaultQueues;
+    JobsWithoutQueueName withoutQueueName;
 
     @Inject
     PassesInFlight passes;
@@ -119,10 +120,10 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     }
 
     /**
-     * Whether the operator has recorded the job's course in its status yet: a phase or a condition other
-     * than ReconcileError (a job whose first step was refused has not started).
+     * Whether the job's status says the operator started it: pods were made (a start time), or it ended.
+     * A job held, paused or refused before its first pod has not started.
      */
-    protected abstract boolean statusWritten(J job);
+    protected abstract boolean startedByStatus(J job);
 
     /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */
     protected abstract Optional<S> withReconcileError(S status, String reason, String message);
@@ -197,14 +198,19 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         KueueWorkloads.Observed queue;
         List<KueueWorkload.PodSet> podSets = List.of();
         try {
-            if (queuedHere(job) && defaultQueues.label(job, () -> statusWritten(job)
-                    || !Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).isEmpty(), context)) {
+            JobWithoutQueueName.Placement placement = queuedHere(job) ? withoutQueueName.place(job, () -> startedByStatus(job)
+                    || !Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).isEmpty(), context)
+                    : JobWithoutQueueName.Placement.AS_IS;
+            if (placement == JobWithoutQueueName.Placement.DEFAULT_QUEUE) {
                 // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
                 return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_LABEL);
             }
             boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context);
             podSets = mayBeQueued ? podSets(job) : List.of();
-            queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context) : KueueWorkloads.Observed.NOT_QUEUED;
+            queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context)
+                    // Held; but a job that has a Workload (its label just removed) first leaves that queue.
+                    : placement == JobWithoutQueueName.Placement.HOLD ? KueueWorkloads.Observed.held(job)
+                    : KueueWorkloads.Observed.NOT_QUEUED;
         } catch (ApplyFailure e) {
             return retryAfterRefusal(job, job.getStatus(), e, context);
         }

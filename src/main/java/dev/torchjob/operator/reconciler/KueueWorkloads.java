@@ -19,6 +19,7 @@ import org.jboss.logging.Logger;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.engine.QueueAdmission;
+import dev.torchjob.operator.kueue.JobWithoutQueueName;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.QueueMembership;
@@ -93,6 +94,12 @@ public class KueueWorkloads {
         Observed(QueueAdmission admission, Optional<GenericKubernetesResource> workload, Optional<KueueAdmission.State> state,
                 Optional<String> queue) {
             this(admission, workload, state, queue, Optional.empty());
+        }
+
+        /** Held until it names a queue, as Kueue holds a job where it manages every one. */
+        static Observed held(HasMetadata job) {
+            return new Observed(new QueueAdmission.NoQueueName(JobWithoutQueueName.heldMessage(job.getMetadata().getNamespace())),
+                    Optional.empty(), Optional.empty(), Optional.empty());
         }
 
         /** Since when the job has waited: its Workload's creation, or its last requeue after an eviction. */

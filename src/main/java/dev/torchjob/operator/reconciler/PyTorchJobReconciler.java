@@ -14,7 +14,6 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
-import dev.torchjob.operator.kubeflow.KubeflowConditions;
 import dev.torchjob.operator.kubeflow.KubeflowLabels;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kubeflow.KubeflowPlanner;
@@ -58,7 +57,7 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
                 ownedBy(HorizontalPodAutoscaler.class, PyTorchJob.class, KubeflowLabels.OPERATOR_SELECTOR, KubeflowLabels.JOB_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), KubeflowLabels.OPERATOR_SELECTOR,
                 KubeflowLabels.JOB_NAME)));
-        sources.addAll(defaultQueues.atStart(context, NAME));
+        sources.addAll(withoutQueueName.atStart(context, NAME));
         gangPodGroups.atStart(context).ifPresent(sources::add);
         return sources;
     }
@@ -109,9 +108,9 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     }
 
     @Override
-    protected boolean statusWritten(PyTorchJob job) {
-        return job.getStatus() != null && (job.getStatus().phase != null
-                || job.getStatus().conditions.stream().anyMatch(c -> !KubeflowConditions.RECONCILE_ERROR.equals(c.type)));
+    protected boolean startedByStatus(PyTorchJob job) {
+        return job.getStatus() != null && (job.getStatus().startTime != null
+                || job.getStatus().phase != null && job.getStatus().phase.isTerminal());
     }
 
     @Override

@@ -9,7 +9,6 @@ import java.util.concurrent.TimeUnit;
 
 import jakarta.inject.Inject;
 
-import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Observation;
@@ -54,7 +53,7 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
                 ownedPods(PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context),
                 ownedBy(Service.class, PyTorchTrainingJob.class, JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME, context)));
         sources.addAll(kueue.atStart(context, NAME, new KueueWorkloads.Labels(Map.of(), JobLabels.OPERATOR_SELECTOR, JobLabels.OWNER_NAME)));
-        sources.addAll(defaultQueues.atStart(context, NAME));
+        sources.addAll(withoutQueueName.atStart(context, NAME));
         return sources;
     }
 
@@ -96,9 +95,9 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     }
 
     @Override
-    protected boolean statusWritten(PyTorchTrainingJob job) {
-        return job.getStatus() != null && (job.getStatus().phase != null
-                || job.getStatus().conditions.stream().anyMatch(c -> !JobCondition.RECONCILE_ERROR.equals(c.type)));
+    protected boolean startedByStatus(PyTorchTrainingJob job) {
+        return job.getStatus() != null && (job.getStatus().startTime != null
+                || job.getStatus().phase != null && job.getStatus().phase.isTerminal());
     }
 
     @Override

@@ -85,11 +85,12 @@ final class T9kConditions {
             conditions.set(JobCondition.PAUSED, false, PAUSE_IGNORED, "The job has finished; pausing it changes nothing.");
         }
         if (Conditions.isTrue(previous, JobCondition.QUEUED) && !(situation instanceof Situation.Queued)) {
-            // No longer waiting in the queue: admitted, paused, or ended (the Workload says the rest).
+            // No longer waiting in the queue: admitted, paused, ended, or running without one (the Workload says the rest).
             if (decision.queue() instanceof QueueAdmission.Admitted admitted) {
                 conditions.set(JobCondition.QUEUED, false, "Admitted", "Admitted by ClusterQueue " + admitted.clusterQueue() + ".");
             } else {
-                conditions.set(JobCondition.QUEUED, false, situation instanceof Situation.Pausing ? "Paused" : "Ended",
+                conditions.set(JobCondition.QUEUED, false, situation instanceof Situation.Pausing ? "Paused"
+                        : situation instanceof Situation.Ended || situation instanceof Situation.Finished ? "Ended" : "NotQueued",
                         "The job no longer waits in its queue.");
             }
         }

@@ -145,6 +145,29 @@ class QueueGateTest {
     }
 
     @Test
+    void aJobThatMustNameAQueueAndNamesNoneWaitsSayingHowThenRunsOnceQueuedAndAdmitted() {
+        Run run = new Run(1, 3);
+        run.queue = new QueueAdmission.NoQueueName("Kueue manages every job in namespace team-a and this one names no LocalQueue");
+        Decision held = run.pass();
+        Situation.Queued queued = (Situation.Queued) held.situation();
+        assertEquals(List.of("QueueNameMissing", "Kueue manages every job in namespace team-a and this one names no LocalQueue"),
+                List.of(queued.reason(), queued.message()));
+        assertTrue(held.podsToCreate().isEmpty() && !held.createService(), "nothing of it runs");
+        assertEquals(JobPhase.Pending, held.state().phase());
+        assertNull(held.state().startTime(), "a held job has not started: a default LocalQueue made later may still take it");
+        assertEquals(List.of(JobEvent.warning("QueueNameMissing", queued.message())), held.events());
+        assertEquals(Optional.empty(), held.recheckAfter(), "a label, or a default LocalQueue made later, is an event that brings it back");
+        assertTrue(run.pass().events().isEmpty(), "said once");
+
+        run.queue = WAITING; // labelled by its user
+        assertEquals("WaitingForAdmission", ((Situation.Queued) run.pass().situation()).reason());
+        run.queue = ADMITTED;
+        Decision admitted = run.pass();
+        assertEquals(2, admitted.podsToCreate().size(), "the master and its worker");
+        assertTrue(admitted.podsToCreate().stream().allMatch(r -> r.mode() == Decision.PodMode.TRAIN), "a first start, not a resume");
+    }
+
+    @Test
     void aPauseWinsOverTheQueueAndResumingGoesBackToWaiting() {
         Run run = new Run(1, 3);
         run.queue = ADMITTED;

@@ -96,6 +96,7 @@ class HelmChartTest {
         assertEquals("true", env.get("TORCHJOB_LEADER_ELECTION_ENABLED"));
         assertEquals("false", env.get("TORCHJOB_KUBEFLOW_ENABLED"));
         assertEquals("true", env.get("TORCHJOB_KUEUE_ENABLED"));
+        assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "jobs without a queue run, as Kueue's default");
         assertEquals("INFO", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertFalse(env.containsKey("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"), "all namespaces");
         assertFalse(env.containsKey("QUARKUS_PROFILE"), "one build profile");
@@ -138,6 +139,7 @@ class HelmChartTest {
         assertEquals("DEBUG", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertEquals("25", env.get("QUARKUS_OPERATOR_SDK_CONCURRENT_RECONCILIATION_THREADS"));
         assertEquals("10m", env.get("TORCHJOB_RESTART_BACKOFF_MAX"));
+        assertEquals("true", env.get("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"));
 
         // Namespace-scoped: a Role per watched namespace with everything the operator does to jobs
         // there; cluster-wide only the reads Kueue needs. Together: the manifests' grants, Kubeflow's included.
@@ -186,6 +188,9 @@ class HelmChartTest {
                 .noneMatch(g -> g.startsWith("kueue.x-k8s.io/") || g.startsWith("scheduling.k8s.io/")));
         assertEquals("false", env(only(chart, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
                 .get("TORCHJOB_KUEUE_ENABLED"));
+        List<HasMetadata> holding = HelmChart.render(null, Map.of("kueue.enabled", false, "kueue.manageJobsWithoutQueueName", true));
+        assertFalse(env(only(holding, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
+                .containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "nothing is held where the operator leaves Kueue alone");
     }
 
     @Test

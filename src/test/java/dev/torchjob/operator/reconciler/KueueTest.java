@@ -69,6 +69,11 @@ class KueueTest {
     }
 
     KueueStandIn kueue(String namespace) {
+        return kueue(client, namespace);
+    }
+
+    /** Kueue installed, with the two flavors {@link #admitWhole} admits on. */
+    static KueueStandIn kueue(KubernetesClient client, String namespace) {
         KueueStandIn.installNamesOnly(client);
         KueueStandIn kueue = new KueueStandIn(client, namespace);
         kueue.flavor("a100", Map.of("gpu", "a100"), List.of(KueueStandIn.toleration("gpu")));

@@ -682,6 +682,52 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    @Test
+    @Order(11)
+    void whereKueueManagesEveryJobANewJobWithoutAQueueLabelWaitsUntilItNamesOneAndOneStartedBeforeRunsOn() throws Exception {
+        kueue();
+        OperatorHarness cluster = install.harness("kueue-every");
+        kueue().queues(cluster.namespace, "4");
+        Set<String> early;
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            cluster.submit(t9kJobLabelled("early", "{}", 1, "100m"));
+            cluster.awaitPodNames("early-master-0", "early-worker-0");
+            early = uids(cluster, "early-");
+        }
+        // The platform team turns the setting on (Helm value kueue.manageJobsWithoutQueueName), as in Kueue's configuration.
+        try (OperatorProcess operator = install.newOperator(Map.of("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME", "true"), true)) {
+            cluster.submit(t9kJobLabelled("held", "{}", 1, "100m"));
+            cluster.awaitJob("held", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
+            cluster.awaitEvent("QueueNameMissing", "kubectl get localqueues -n " + cluster.namespace);
+            await("nothing of it runs").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
+                    .until(() -> names(cluster, "held-").isEmpty() && workloadOf(cluster, "held") == null);
+            assertEquals(JobPhase.Pending, cluster.job("held").getStatus().phase);
+
+            // Named with kubectl: queued there, admitted by Kueue, run.
+            queueLabel(cluster, "held", "user-queue");
+            await().atMost(WAIT).until(() -> workloadOf(cluster, "held") != null && names(cluster, "held-").size() == 2);
+            assertEquals(List.of("user-queue", cluster.namespace), List.of(workloadOf(cluster, "held").get("spec", "queueName"),
+                    workloadOf(cluster, "held").get("status", "admission", "clusterQueue")));
+
+            // Held, then its namespace gets a LocalQueue named default: put in it at once.
+            cluster.submit(t9kJobLabelled("late", "{}", 1, "100m"));
+            cluster.awaitJob("late", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
+            install.cluster.kubectl().runWithInput("""
+                    apiVersion: kueue.x-k8s.io/v1beta2
+                    kind: LocalQueue
+                    metadata: {name: default, namespace: %1$s}
+                    spec: {clusterQueue: %1$s}
+                    """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+            await().atMost(WAIT).until(() -> workloadOf(cluster, "late") != null && names(cluster, "late-").size() == 2);
+            assertEquals("default", cluster.job("late").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+
+            // Started before the setting, and seen again by the new operator: it runs on, no Workload.
+            assertEquals(early, uids(cluster, "early-"));
+            assertNull(workloadOf(cluster, "early"));
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     void queueLabel(OperatorHarness cluster, String job, String queue) {
         install.cluster.kubectl().run("label", "--overwrite", "pytorchtrainingjob", job, "-n", cluster.namespace,
                 queue == null ? "kueue.x-k8s.io/queue-name-" : "kueue.x-k8s.io/queue-name=" + queue).orFail();

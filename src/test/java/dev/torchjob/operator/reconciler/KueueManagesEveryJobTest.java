@@ -1,0 +1,108 @@
+package dev.torchjob.operator.reconciler;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+
+import jakarta.inject.Inject;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.api.JobCondition;
+import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.engine.JobPhase;
+import dev.torchjob.operator.testing.KueueStandIn;
+import dev.torchjob.operator.testing.UserEdits;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
+
+/**
+ * A cluster whose platform team has Kueue manage every job (Kueue's manageJobsWithoutQueueName; here
+ * TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true): a new job that names no queue does not start.
+ */
+@QuarkusTest
+@WithKubernetesTestServer(crud = true)
+@TestProfile(KueueManagesEveryJobTest.EveryJobQueued.class)
+class KueueManagesEveryJobTest {
+    public static class EveryJobQueued implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true");
+        }
+    }
+
+    @Inject
+    KubernetesClient client;
+
+    @Test
+    void aNewJobWithoutAQueueWaitsUntilItNamesOneOrItsNamespaceGetsADefaultLocalQueue() {
+        KueueStandIn kueue = KueueTest.kueue(client, "every");
+        OperatorHarness cluster = new OperatorHarness(client, "every");
+        cluster.submit(OperatorHarness.job("held", "OnFailure", "{}"));
+        awaitHeld(cluster, "held");
+        cluster.awaitEvent("QueueNameMissing", "names no LocalQueue");
+        assertTrue(cluster.condition("held", JobCondition.QUEUED).message.contains("Label it kueue.x-k8s.io/queue-name=<LocalQueue>"));
+        assertEquals(JobPhase.Pending, cluster.job("held").getStatus().phase);
+        assertEquals(List.of(), cluster.pods(), "nothing of it runs");
+        assertEquals(List.of(), kueue.workloads());
+
+        // Paused and resumed before it ever ran: still held (a pause is no way around the queue).
+        pause(cluster, "held", true);
+        cluster.awaitPhase("held", JobPhase.Paused);
+        pause(cluster, "held", false);
+        cluster.awaitJob("held", j -> j.getStatus().phase == JobPhase.Pending && "QueueNameMissing".equals(KueueTest.queuedReason(j)));
+        assertEquals(List.of(), cluster.pods());
+
+        // Its user names a queue: queued there, and it runs once admitted.
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("every").withName("held"), j -> {
+            j.getMetadata().getLabels().put("kueue.x-k8s.io/queue-name", KueueTest.QUEUE);
+            return j;
+        });
+        GenericKubernetesResource workload = kueue.awaitWorkloadOf("held");
+        assertEquals(KueueTest.QUEUE, workload.get("spec", "queueName"));
+        KueueTest.admitWhole(kueue, workload.getMetadata().getName());
+        cluster.awaitPodNames("held-master-0", "held-worker-0", "held-worker-1");
+
+        // Held, then the namespace gets a LocalQueue named default: put in it at once, as a new job would be.
+        cluster.submit(OperatorHarness.job("late", "OnFailure", "{}"));
+        awaitHeld(cluster, "late");
+        kueue.localQueue("default", "gpu-cq");
+        assertEquals("default", kueue.awaitWorkloadOf("late").get("spec", "queueName"));
+        assertEquals("default", cluster.job("late").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
+        assertEquals(3, cluster.pods().size(), "waiting for its admission");
+
+        // A PyTorchJob is held the same way.
+        OperatorHarness kubeflow = new OperatorHarness(client, "every-kubeflow");
+        kubeflow.submitPyTorchJob(PyTorchJobTestJobs.job("p", "OnFailure", "{}"));
+        PyTorchJob held = kubeflow.awaitPyTorchJob("p", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                .anyMatch(c -> "Queued".equals(c.type) && "True".equals(c.status) && "QueueNameMissing".equals(c.reason)));
+        assertNull(held.getStatus().startTime);
+        assertEquals(List.of(), kubeflow.pods());
+
+        // Kueue's own namespace and kube-system are not managed: a job there runs as it is.
+        OperatorHarness system = new OperatorHarness(client, "kube-system");
+        system.submit(OperatorHarness.job("s", "OnFailure", "{}"));
+        system.awaitPods(3);
+        assertNull(KueueTest.queuedReason(system.job("s")));
+    }
+
+    static void awaitHeld(OperatorHarness cluster, String job) {
+        cluster.awaitJob(job, j -> j.getStatus() != null && "QueueNameMissing".equals(KueueTest.queuedReason(j)));
+    }
+
+    void pause(OperatorHarness cluster, String job, boolean on) {
+        UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName(job), j -> {
+            j.getSpec().runMode = client.getKubernetesSerialization().unmarshal("{\"pause\": {\"enabled\": " + on + "}}",
+                    dev.torchjob.operator.api.RunMode.class);
+            return j;
+        });
+    }
+}
