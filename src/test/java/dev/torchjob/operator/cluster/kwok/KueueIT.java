@@ -695,7 +695,7 @@ class KueueIT extends OwnOperators {
             early = uids(cluster, "early-");
         }
         // The platform team turns the setting on (Helm value kueue.manageJobsWithoutQueueName), as in Kueue's configuration.
-        try (OperatorProcess operator = install.newOperator(Map.of("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME", "true"), true)) {
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true"), true)) {
             cluster.submit(t9kJobLabelled("held", "{}", 1, "100m"));
             cluster.awaitJob("held", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
             cluster.awaitEvent("QueueNameMissing", "kubectl get localqueues -n " + cluster.namespace);
