@@ -37,7 +37,8 @@ public final class JobHistory {
         out.append(field("Replicas", job.groups().isEmpty() ? "<none: the spec is invalid, see Conditions>"
                 : job.groups().stream().map(g -> g.type() + " " + g.replicas()).collect(Collectors.joining(", "))));
         out.append(field("Restarts", job.restartsOfLimit() + " (counted / runPolicy.backoffLimit)"));
-        out.append(field("Queue", job.queue().map(q -> q + (job.admitted() ? " (admitted)" : " (waiting for admission)")).orElse("<none>")));
+        out.append(field("Queue", job.queue().map(q -> q + (job.admitted() ? " (admitted)" : " (waiting for admission)"))
+                .orElse(job.admitted() ? "<none>" : "<none> (waiting: " + job.condition("Queued").map(JobView.Condition::reason).orElse("") + ")")));
         job.outcome().ifPresent(outcome -> out.append(field("Outcome", outcome)));
 
         out.append("\nHistory:\n");

@@ -103,12 +103,12 @@ public record JobView(
         return conditions.stream().filter(c -> c.type().equals(type)).findFirst();
     }
 
-    /** Queued in Kueue and not admitted yet; a job without a queue is admitted from the start. */
+    /**
+     * Not waiting in Kueue: admitted, or without a queue from the start. A job without a queue label
+     * that waits all the same (held until it names one, or leaving the one it had) is not admitted.
+     */
     public boolean admitted() {
-        if (queue.isEmpty()) {
-            return true;
-        }
-        return condition("Queued").map(q -> !q.status()).orElse(phase != JobPhase.Pending);
+        return condition("Queued").map(q -> !q.status()).orElse(queue.isEmpty() || phase != JobPhase.Pending);
     }
 
     /** Why the job ended, as its status says: the condition that ended it, reason and message. */

@@ -87,6 +87,15 @@ class JobViewTest {
     }
 
     @Test
+    void aJobHeldUntilItNamesAQueueIsNotAdmitted() {
+        JobView held = t9k("{}", "{phase: Pending, conditions: [{type: Queued, status: \"True\", reason: QueueNameMissing, "
+                + "message: Kueue manages every job in namespace team-a}]}");
+        assertEquals(Optional.empty(), held.queue());
+        assertFalse(held.admitted());
+        assertEquals(Verdict.NOT_YET, WaitTarget.ADMITTED.judge(held), "wait --for Admitted waits for it to be queued and admitted");
+    }
+
+    @Test
     void aFailedKubeflowJobSaysWhyAndHasNoLimitUnlessItSetsOne() {
         JobView job = kubeflow("""
                 {phase: Failed, backoffCount: 0, conditions: [
