@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -128,16 +129,28 @@ public final class KueueWorkload {
     }
 
     public static GenericKubernetesResource of(HasMetadata job, String queue, List<PodSet> podSets, Optional<Priority> priority) {
-        return of(job, queue, podSets, priority, Map.of());
+        return of(job, queue, podSets, priority, Map.of(), Set.of());
     }
 
-    /** {@code labels}: this operator's labels of the job's objects (its informers select on them). */
+    /**
+     * @param labels this operator's labels of the job's objects (its informers select on them)
+     * @param labelKeysToCopy the job's labels the Workload gets too, as Kueue's {@code labelKeysToCopy} (those the job has)
+     */
     public static GenericKubernetesResource of(HasMetadata job, String queue, List<PodSet> podSets, Optional<Priority> priority,
-            Map<String, String> labels) {
+            Map<String, String> labels, Set<String> labelKeysToCopy) {
         ObjectMeta meta = new ObjectMeta();
         meta.setName(nameOf(job));
         meta.setNamespace(job.getMetadata().getNamespace());
-        meta.setLabels(new LinkedHashMap<>(labels));
+        meta.setLabels(new LinkedHashMap<>());
+        if (job.getMetadata().getLabels() != null) {
+            job.getMetadata().getLabels().forEach((key, value) -> {
+                if (labelKeysToCopy.contains(key)) {
+                    meta.getLabels().put(key, value);
+                }
+            });
+        }
+        // The operator's own come last: a copied label never hides the Workload from its informer.
+        meta.getLabels().putAll(labels);
         meta.getLabels().put(JOB_UID_LABEL, job.getMetadata().getUid());
         meta.setFinalizers(new ArrayList<>(List.of(FINALIZER)));
         Map<String, String> provisioning = provisioningParametersOf(job);

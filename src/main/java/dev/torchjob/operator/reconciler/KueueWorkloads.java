@@ -70,6 +70,10 @@ public class KueueWorkloads {
     @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
     boolean enabled;
 
+    /** As Kueue's labelKeysToCopy: the job's labels its Workload gets too, when it is made (set them alike). */
+    @ConfigProperty(name = "torchjob.kueue.label-keys-to-copy")
+    Optional<Set<String>> labelKeysToCopy;
+
     private volatile ApiDiscovery discovery;
     /** Controllers whose Workload informer is running. */
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
@@ -305,7 +309,8 @@ public class KueueWorkloads {
     private <J extends HasMetadata> boolean create(J job, String queue, List<KueueWorkload.PodSet> podSets, Labels labels) {
         String name = KueueWorkload.nameOf(job);
         String target = "Workload " + name;
-        GenericKubernetesResource workload = KueueWorkload.of(job, queue, podSets, priorities().of(job, podSets), labels.ofJob());
+        GenericKubernetesResource workload = KueueWorkload.of(job, queue, podSets, priorities().of(job, podSets), labels.ofJob(),
+                labelKeysToCopy.orElse(Set.of()));
         try {
             step("FailedCreateWorkload", target, workload, w -> client.genericKubernetesResources(WORKLOADS)
                     .inNamespace(w.getMetadata().getNamespace()).resource(w).create());

@@ -97,6 +97,7 @@ class HelmChartTest {
         assertEquals("false", env.get("TORCHJOB_KUBEFLOW_ENABLED"));
         assertEquals("true", env.get("TORCHJOB_KUEUE_ENABLED"));
         assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "jobs without a queue run, as Kueue's default");
+        assertFalse(env.containsKey("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"), "no label copied, as Kueue's default");
         assertEquals("INFO", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertFalse(env.containsKey("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"), "all namespaces");
         assertFalse(env.containsKey("QUARKUS_PROFILE"), "one build profile");
@@ -140,6 +141,7 @@ class HelmChartTest {
         assertEquals("25", env.get("QUARKUS_OPERATOR_SDK_CONCURRENT_RECONCILIATION_THREADS"));
         assertEquals("10m", env.get("TORCHJOB_RESTART_BACKOFF_MAX"));
         assertEquals("true", env.get("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"));
+        assertEquals("example.com/cost-center,example.com/project", env.get("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"));
 
         // Namespace-scoped: a Role per watched namespace with everything the operator does to jobs
         // there; cluster-wide only the reads Kueue needs. Together: the manifests' grants, Kubeflow's included.

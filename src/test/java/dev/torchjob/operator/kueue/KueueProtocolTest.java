@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 
@@ -376,6 +377,19 @@ class KueueProtocolTest {
         assertEquals(Map.of("provreq.kueue.x-k8s.io/maxRunDurationSeconds", "3600", "provreq.kueue.x-k8s.io/ValidUntilSeconds", "60"),
                 workload.getMetadata().getAnnotations(), "only Kueue's ProvisioningRequest parameters");
         assertEquals(Map.of(), KueueWorkload.of(job("plain"), "q", List.of(), Optional.empty()).getMetadata().getAnnotations());
+    }
+
+    @Test
+    void theJobsLabelsNamedToBeCopiedGoToItsWorkloadAsKueuesLabelKeysToCopySays() {
+        PyTorchTrainingJob job = job("accounted");
+        job.getMetadata().getLabels().putAll(Map.of("team.example.com/cost-center", "42", "app", "mnist",
+                "kueue.x-k8s.io/job-uid", "forged", "torchjob.dev/owned", "forged"));
+        GenericKubernetesResource workload = KueueWorkload.of(job, "q", List.of(), Optional.empty(), Map.of("torchjob.dev/owned", "true"),
+                Set.of("team.example.com/cost-center", "team.example.com/project", "kueue.x-k8s.io/job-uid", "torchjob.dev/owned"));
+        assertEquals(Map.of("team.example.com/cost-center", "42", "torchjob.dev/owned", "true", "kueue.x-k8s.io/job-uid", "0c1d"),
+                workload.getMetadata().getLabels(), "only the keys named that the job has; the operator's own and the job's UID win");
+        assertEquals(Map.of("kueue.x-k8s.io/job-uid", "0c1d"), KueueWorkload.of(job, "q", List.of(), Optional.empty())
+                .getMetadata().getLabels(), "none named, none copied");
     }
 
     @Test

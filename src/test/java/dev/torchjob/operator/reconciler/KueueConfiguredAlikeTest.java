@@ -25,17 +25,20 @@ import io.quarkus.test.junit.TestProfile;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
- * A cluster whose platform team has Kueue manage every job (Kueue's manageJobsWithoutQueueName; here
- * TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true): a new job that names no queue does not start.
+ * A cluster whose platform team configured Kueue beyond its defaults and set the operator alike: Kueue
+ * manages every job (manageJobsWithoutQueueName; here TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true),
+ * so a new job that names no queue does not start, and a cost-center label goes to the Workloads
+ * (labelKeysToCopy; TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY).
  */
 @QuarkusTest
 @WithKubernetesTestServer(crud = true)
-@TestProfile(KueueManagesEveryJobTest.EveryJobQueued.class)
-class KueueManagesEveryJobTest {
-    public static class EveryJobQueued implements QuarkusTestProfile {
+@TestProfile(KueueConfiguredAlikeTest.SetAlike.class)
+class KueueConfiguredAlikeTest {
+    public static class SetAlike implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true");
+            return Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true",
+                    "torchjob.kueue.label-keys-to-copy", "example.com/cost-center,example.com/project");
         }
     }
 
@@ -43,7 +46,7 @@ class KueueManagesEveryJobTest {
     KubernetesClient client;
 
     @Test
-    void aNewJobWithoutAQueueWaitsUntilItNamesOneOrItsNamespaceGetsADefaultLocalQueue() {
+    void aNewJobWithoutAQueueWaitsUntilItNamesOneOrItsNamespaceGetsADefaultLocalQueueAndItsWorkloadGetsTheLabelsNamed() {
         KueueStandIn kueue = KueueTest.kueue(client, "every");
         OperatorHarness cluster = new OperatorHarness(client, "every");
         cluster.submit(OperatorHarness.job("held", "OnFailure", "{}"));
@@ -63,11 +66,14 @@ class KueueManagesEveryJobTest {
 
         // Its user names a queue: queued there, and it runs once admitted.
         UserEdits.edit(client.resources(PyTorchTrainingJob.class).inNamespace("every").withName("held"), j -> {
-            j.getMetadata().getLabels().put("kueue.x-k8s.io/queue-name", KueueTest.QUEUE);
+            j.getMetadata().getLabels().putAll(Map.of("kueue.x-k8s.io/queue-name", KueueTest.QUEUE, "example.com/cost-center", "42",
+                    "app", "mnist"));
             return j;
         });
         GenericKubernetesResource workload = kueue.awaitWorkloadOf("held");
         assertEquals(KueueTest.QUEUE, workload.get("spec", "queueName"));
+        assertEquals("42", workload.getMetadata().getLabels().get("example.com/cost-center"), "copied, as Kueue's labelKeysToCopy says");
+        assertNull(workload.getMetadata().getLabels().get("app"), "a label not named is not copied");
         KueueTest.admitWhole(kueue, workload.getMetadata().getName());
         cluster.awaitPodNames("held-master-0", "held-worker-0", "held-worker-1");
 
