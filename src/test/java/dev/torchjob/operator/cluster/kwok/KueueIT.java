@@ -605,23 +605,9 @@ class KueueIT extends OwnOperators {
     @Test
     @Order(10)
     void aNewJobWithoutAQueueLabelGoesToItsNamespacesDefaultLocalQueueAndOneStartedBeforeItRunsOn() throws Exception {
-        kueue();
         OperatorHarness cluster = install.harness("kueue-default");
-        kueue().queues(cluster.namespace, "4");
-        Set<String> early;
-        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
-            cluster.submit(t9kJobLabelled("early", "{}", 1, "100m"));
-            cluster.awaitPodNames("early-master-0", "early-worker-0");
-            cluster.runAll();
-            cluster.awaitPhase("early", JobPhase.Running);
-            early = uids(cluster, "early-");
-        }
-        install.cluster.kubectl().runWithInput("""
-                apiVersion: kueue.x-k8s.io/v1beta2
-                kind: LocalQueue
-                metadata: {name: default, namespace: %1$s}
-                spec: {clusterQueue: %1$s}
-                """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+        Set<String> early = runningWithoutAQueue(cluster);
+        defaultLocalQueue(cluster);
         // The LocalQueue made before this operator starts: its informer holds it before the first pass.
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
             // As Kueue's webhook labels a batch Job created now: the label on the job, its Workload in that queue.
@@ -685,15 +671,8 @@ class KueueIT extends OwnOperators {
     @Test
     @Order(11)
     void whereKueueManagesEveryJobANewJobWithoutAQueueLabelWaitsUntilItNamesOneAndOneStartedBeforeRunsOn() throws Exception {
-        kueue();
         OperatorHarness cluster = install.harness("kueue-every");
-        kueue().queues(cluster.namespace, "4");
-        Set<String> early;
-        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
-            cluster.submit(t9kJobLabelled("early", "{}", 1, "100m"));
-            cluster.awaitPodNames("early-master-0", "early-worker-0");
-            early = uids(cluster, "early-");
-        }
+        Set<String> early = runningWithoutAQueue(cluster);
         // The platform team turns the setting on (Helm value kueue.manageJobsWithoutQueueName), as in Kueue's configuration.
         try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true"), true)) {
             cluster.submit(t9kJobLabelled("held", "{}", 1, "100m"));
@@ -712,12 +691,7 @@ class KueueIT extends OwnOperators {
             // Held, then its namespace gets a LocalQueue named default: put in it at once.
             cluster.submit(t9kJobLabelled("late", "{}", 1, "100m"));
             cluster.awaitJob("late", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
-            install.cluster.kubectl().runWithInput("""
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: LocalQueue
-                    metadata: {name: default, namespace: %1$s}
-                    spec: {clusterQueue: %1$s}
-                    """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
+            defaultLocalQueue(cluster);
             await().atMost(WAIT).until(() -> workloadOf(cluster, "late") != null && names(cluster, "late-").size() == 2);
             assertEquals("default", cluster.job("late").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
 
@@ -726,6 +700,28 @@ class KueueIT extends OwnOperators {
             assertNull(workloadOf(cluster, "early"));
             admin.namespaces().withName(cluster.namespace).delete();
         }
+    }
+
+    /** The namespace's queues, and the job "early" run without a queue label by an operator of default settings; its pods' UIDs. */
+    Set<String> runningWithoutAQueue(OperatorHarness cluster) throws Exception {
+        kueue().queues(cluster.namespace, "4");
+        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+            cluster.submit(t9kJobLabelled("early", "{}", 1, "100m"));
+            cluster.awaitPodNames("early-master-0", "early-worker-0");
+            cluster.runAll();
+            cluster.awaitPhase("early", JobPhase.Running);
+            return uids(cluster, "early-");
+        }
+    }
+
+    /** A LocalQueue named default in the namespace, onto its ClusterQueue. */
+    void defaultLocalQueue(OperatorHarness cluster) {
+        install.cluster.kubectl().runWithInput("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: LocalQueue
+                metadata: {name: default, namespace: %1$s}
+                spec: {clusterQueue: %1$s}
+                """.formatted(cluster.namespace), "apply", "--server-side", "-f", "-").orFail();
     }
 
     void queueLabel(OperatorHarness cluster, String job, String queue) {
