@@ -324,6 +324,17 @@ public final class Engine {
                 situation = new Situation.Queued(waiting.queue(), requeued ? Situation.Queued.REQUEUED : Situation.Queued.WAITING,
                         (requeued ? "Evicted earlier; waiting in LocalQueue " : "Waiting in LocalQueue ") + waiting.queue() + ": "
                                 + waiting.message(), pods.size());
+                if (waiting.deleteJobAt().isPresent() && pods.isEmpty()) {
+                    Instant at = waiting.deleteJobAt().get();
+                    if (now.isBefore(at)) {
+                        out.recheckAt(at);
+                    } else {
+                        // Kueue gave up on it (deactivated it) long enough ago: the job goes, as Kueue deletes its own.
+                        deleteJob = true;
+                        out.events.add(JobEvent.normal("Deleted", "Deleted: deactivated by Kueue and not reactivated by " + at
+                                + ", as its objectRetentionPolicies say; " + waiting.message()));
+                    }
+                }
             } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
                 situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
                 out.recheckAt(now.plus(ADMISSION_RECHECK));

@@ -1,6 +1,8 @@
 package dev.torchjob.operator.engine;
 
+import java.time.Instant;
 import java.util.Map;
+import java.util.Optional;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -15,8 +17,15 @@ public sealed interface QueueAdmission {
     record NotQueued() implements QueueAdmission {
     }
 
-    /** Waiting for quota in {@code queue} (no Workload yet, or not admitted): no pod may exist. */
-    record Waiting(String queue, String message) implements QueueAdmission {
+    /**
+     * Waiting for quota in {@code queue} (no Workload yet, or not admitted): no pod may exist. {@code deleteJobAt}:
+     * the queue gave up on the job (Kueue deactivated it) and it is to be deleted then, as Kueue's
+     * objectRetentionPolicies say.
+     */
+    record Waiting(String queue, String message, Optional<Instant> deleteJobAt) implements QueueAdmission {
+        public Waiting(String queue, String message) {
+            this(queue, message, Optional.empty());
+        }
     }
 
     /** The queue's API (Kueue) is not installed: the job cannot be admitted; looked at again periodically. */

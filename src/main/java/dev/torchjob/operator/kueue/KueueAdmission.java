@@ -1,5 +1,6 @@
 package dev.torchjob.operator.kueue;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -10,6 +11,7 @@ import java.util.Optional;
 import java.util.Set;
 
 import dev.torchjob.operator.engine.QueueAdmission;
+import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodSchedulingGate;
@@ -163,6 +165,20 @@ public final class KueueAdmission {
     /** Whether the Workload is finished (its job ended). */
     public static boolean finished(GenericKubernetesResource workload) {
         return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "Finished").isPresent();
+    }
+
+    /**
+     * Since when Kueue itself has kept the Workload deactivated (maximum execution time, requeuing limit,
+     * a rejected admission check: an eviction whose reason is {@code DeactivatedDueTo...}); empty when it is
+     * active, or was deactivated by someone else (a pause, an administrator).
+     */
+    public static Optional<Instant> deactivatedByKueueSince(GenericKubernetesResource workload) {
+        if (!Boolean.FALSE.equals(map(workload.getAdditionalProperties().get("spec")).get("active"))) {
+            return Optional.empty();
+        }
+        return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "Evicted")
+                .filter(c -> String.valueOf(c.get("reason")).startsWith("DeactivatedDueTo"))
+                .map(c -> StatusTime.parse(String.valueOf(c.get("lastTransitionTime"))));
     }
 
     /** Reads the Workload's state; {@code flavors}: the ResourceFlavors it may name, by name. */

@@ -74,6 +74,13 @@ public class KueueWorkloads {
     @ConfigProperty(name = "torchjob.kueue.label-keys-to-copy")
     Optional<Set<String>> labelKeysToCopy;
 
+    /**
+     * As Kueue's objectRetentionPolicies.workloads.afterDeactivatedByKueue: a job Kueue deactivated is
+     * deleted this long after, unless reactivated meanwhile (set them alike); none: kept.
+     */
+    @ConfigProperty(name = "torchjob.kueue.object-retention.after-deactivated-by-kueue")
+    Optional<java.time.Duration> afterDeactivatedByKueue;
+
     private volatile ApiDiscovery discovery;
     /** Controllers whose Workload informer is running. */
     private final Set<String> watching = ConcurrentHashMap.newKeySet();
@@ -199,6 +206,11 @@ public class KueueWorkloads {
             return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.of(state), queue);
         }
         QueueAdmission admission = KueueAdmission.toQueue(state, podSets);
+        if (admission instanceof QueueAdmission.Waiting waiting && afterDeactivatedByKueue.isPresent()) {
+            Optional<Instant> deleteAt = KueueAdmission.deactivatedByKueueSince(workload.get())
+                    .map(since -> since.plus(afterDeactivatedByKueue.get()));
+            admission = new QueueAdmission.Waiting(waiting.queue(), waiting.message(), deleteAt);
+        }
         if (admission instanceof QueueAdmission.Waiting waiting && !waiting.queue().equals(queue.get())) {
             // Moving while it waits: Kueue looks at it in the new queue once its Workload says so.
             admission = new QueueAdmission.Waiting(queue.get(), "moving here from LocalQueue " + waiting.queue());

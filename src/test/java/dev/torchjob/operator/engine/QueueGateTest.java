@@ -1,9 +1,12 @@
 package dev.torchjob.operator.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -142,6 +145,31 @@ class QueueGateTest {
         assertEquals(JobEvent.Type.Warning, decision.events().get(0).type());
         assertTrue(decision.podsToCreate().isEmpty());
         assertTrue(run.pass().events().isEmpty(), "said once");
+    }
+
+    @Test
+    void aJobKueueDeactivatedIsDeletedOnceItsRetentionIsOverAndNotBefore() {
+        Run run = new Run(1, 3);
+        Instant at = run.now.plusSeconds(60);
+        run.queue = new QueueAdmission.Waiting("q", "the Workload w is deactivated (spec.active is false)", Optional.of(at));
+        Decision kept = run.pass();
+        assertFalse(kept.deleteJob());
+        assertEquals(Optional.of(Duration.ofSeconds(60)), kept.recheckAfter(), "looked at again when it is due");
+        run.now = at;
+        Decision deleted = run.pass();
+        assertTrue(deleted.deleteJob());
+        assertEquals("Deleted", deleted.events().get(0).reason());
+        assertTrue(deleted.events().get(0).message().contains("deactivated by Kueue and not reactivated by " + at), deleted.events().toString());
+    }
+
+    @Test
+    void aJobKueueDeactivatedWhilePodsAreLeftIsNotDeletedBeforeTheyAreGone() {
+        Run run = new Run(1, 3);
+        run.queue = ADMITTED;
+        run.pass();
+        run.pods.get("j-master-0").getMetadata().setDeletionTimestamp("2026-01-01T00:00:00Z");
+        run.queue = new QueueAdmission.Waiting("q", "deactivated", Optional.of(run.now.minusSeconds(1)));
+        assertFalse(run.pass().deleteJob(), "its pods end first; the job is looked at again when they are gone");
     }
 
     @Test

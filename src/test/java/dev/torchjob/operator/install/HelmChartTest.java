@@ -98,6 +98,7 @@ class HelmChartTest {
         assertEquals("true", env.get("TORCHJOB_KUEUE_ENABLED"));
         assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "jobs without a queue run, as Kueue's default");
         assertFalse(env.containsKey("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"), "no label copied, as Kueue's default");
+        assertFalse(env.containsKey("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"), "kept, as Kueue's default");
         assertEquals("INFO", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertFalse(env.containsKey("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"), "all namespaces");
         assertFalse(env.containsKey("QUARKUS_PROFILE"), "one build profile");
@@ -142,6 +143,7 @@ class HelmChartTest {
         assertEquals("10m", env.get("TORCHJOB_RESTART_BACKOFF_MAX"));
         assertEquals("true", env.get("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"));
         assertEquals("example.com/cost-center,example.com/project", env.get("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"));
+        assertEquals("1h", env.get("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"));
 
         // Namespace-scoped: a Role per watched namespace with everything the operator does to jobs
         // there; cluster-wide only the reads Kueue needs. Together: the manifests' grants, Kubeflow's included.
@@ -210,6 +212,7 @@ class HelmChartTest {
         assertRefused(Map.of("watchNamespaces", "team-a"), "watchNamespaces");
         assertRefused(Map.of("replicas", 2, "leaderElection.enabled", false), "leaderElection.enabled=true");
         assertRefused(Map.of("metrics.serviceMonitor.enabled", true, "metrics.service.enabled", false), "metrics.service.enabled");
+        assertRefused(Map.of("kueue.objectRetentionPolicies.workloads.afterDeactivatedByKueue", "1h30m"), "afterDeactivatedByKueue");
     }
 
     @Test

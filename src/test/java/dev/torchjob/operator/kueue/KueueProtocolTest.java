@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -365,6 +366,25 @@ class KueueProtocolTest {
         byHand.<Map<String, Object>>get("spec").put("active", false);
         assertEquals(new KueueAdmission.Queued("team-a-user-queue", "the Workload w is deactivated (spec.active is false)"),
                 KueueAdmission.of(byHand, FLAVORS));
+    }
+
+    @Test
+    void onlyKueuesOwnDeactivationStartsTheTimeAfterWhichTheJobIsDeleted() {
+        GenericKubernetesResource timedOut = workload("""
+                conditions:
+                - {type: Evicted, status: "True", reason: DeactivatedDueToRequeuingLimitExceeded, message: "exceeded", lastTransitionTime: "2026-12-01T10:00:00Z"}
+                """);
+        timedOut.<Map<String, Object>>get("spec").put("active", false);
+        assertEquals(Optional.of(Instant.parse("2026-12-01T10:00:00Z")), KueueAdmission.deactivatedByKueueSince(timedOut));
+        timedOut.<Map<String, Object>>get("spec").put("active", true);
+        assertEquals(Optional.empty(), KueueAdmission.deactivatedByKueueSince(timedOut), "reactivated");
+
+        GenericKubernetesResource paused = workload("""
+                conditions:
+                - {type: Evicted, status: "True", reason: InactiveWorkload, message: "The workload is deactivated", lastTransitionTime: "2026-12-01T10:00:00Z"}
+                """);
+        paused.<Map<String, Object>>get("spec").put("active", false);
+        assertEquals(Optional.empty(), KueueAdmission.deactivatedByKueueSince(paused), "a pause, or an administrator's deactivation");
     }
 
     @Test

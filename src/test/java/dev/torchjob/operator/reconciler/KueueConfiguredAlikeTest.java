@@ -38,7 +38,8 @@ class KueueConfiguredAlikeTest {
         @Override
         public Map<String, String> getConfigOverrides() {
             return Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true",
-                    "torchjob.kueue.label-keys-to-copy", "example.com/cost-center,example.com/project");
+                    "torchjob.kueue.label-keys-to-copy", "example.com/cost-center,example.com/project",
+                    "torchjob.kueue.object-retention.after-deactivated-by-kueue", "2s");
         }
     }
 
@@ -98,6 +99,25 @@ class KueueConfiguredAlikeTest {
         system.submit(OperatorHarness.job("s", "OnFailure", "{}"));
         system.awaitPods(3);
         assertNull(KueueTest.queuedReason(system.job("s")));
+    }
+
+    @Test
+    void aJobKueueDeactivatedIsDeletedOnceTheRetentionIsOver() {
+        KueueStandIn kueue = KueueTest.kueue(client, "retention");
+        OperatorHarness cluster = new OperatorHarness(client, "retention");
+        cluster.submit(KueueTest.t9kJob("j", ""));
+        String workload = kueue.awaitWorkloadOf("j").getMetadata().getName();
+        KueueTest.admitWhole(kueue, workload);
+        cluster.awaitPods(3);
+
+        kueue.deactivate(workload, "MaximumExecutionTimeExceeded", "The workload is deactivated due to exceeding the maximum execution time");
+        cluster.awaitEvent("Deleted", "deactivated by Kueue and not reactivated by");
+        awaitGone(() -> cluster.job("j"));
+        assertEquals(List.of(), cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("j-")).toList());
+    }
+
+    static void awaitGone(java.util.function.Supplier<?> object) {
+        org.awaitility.Awaitility.await().atMost(OperatorHarness.WAIT).until(() -> object.get() == null);
     }
 
     static void awaitHeld(OperatorHarness cluster, String job) {

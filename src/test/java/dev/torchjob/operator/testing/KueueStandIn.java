@@ -139,6 +139,18 @@ public final class KueueStandIn {
         editStatus(workload, status -> setCondition(status, "Evicted", "True", reason, message, now()));
     }
 
+    /**
+     * Deactivates as Kueue itself does (maximum execution time, requeuing limit): {@code spec.active=false},
+     * then Evicted=True with reason {@code DeactivatedDueTo<cause>}.
+     */
+    public void deactivate(String workload, String cause, String message) {
+        client.genericKubernetesResources(WORKLOADS).inNamespace(namespace).withName(workload).edit(w -> {
+            w.<Map<String, Object>>get("spec").put("active", false);
+            return w;
+        });
+        evict(workload, "DeactivatedDueTo" + cause, message);
+    }
+
     /** Writes the Workload's status, read fresh, retried when another writer (the operator) came first. */
     @SuppressWarnings("unchecked")
     public void editStatus(String name, Consumer<Map<String, Object>> change) {

@@ -500,9 +500,9 @@ class KueueIT extends OwnOperators {
     @Test
     @Order(8)
     void aJobPastItsMaximumExecutionTimeIsStoppedByKueueAndSaysWhyCountingNothing() throws Exception {
+        OperatorHarness cluster = install.harness("kueue-max-time");
+        kueue().queues(cluster.namespace, "4");
         try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
-            OperatorHarness cluster = install.harness("kueue-max-time");
-            kueue().queues(cluster.namespace, "4");
             cluster.submitPyTorchJob(pytorchJob("limited", "low", 1, "100m")
                     .replace("labels: {", "labels: {kueue.x-k8s.io/max-exec-time-seconds: 5s, "));
             await().atMost(WAIT).until(() -> Objects.toString(queuedMessage(cluster.pytorchJob("limited")), "")
@@ -531,6 +531,12 @@ class KueueIT extends OwnOperators {
             assertTrue(stopped.getStatus().conditions.stream().noneMatch(c -> "Failed".equals(c.type) || "Restarting".equals(c.type)),
                     stopped.getStatus().conditions.toString());
             cluster.awaitEvent("Evicted", "maximum execution time");
+        }
+        // With Kueue's objectRetentionPolicies.workloads.afterDeactivatedByKueue set alike, the job goes, its Workload with it.
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.object-retention.after-deactivated-by-kueue", "1s"),
+                true)) {
+            await().atMost(WAIT).until(() -> cluster.pytorchJob("limited") == null && workloadOf(cluster, "limited") == null);
+            cluster.awaitEvent("Deleted", "deactivated by Kueue and not reactivated by");
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }
