@@ -144,7 +144,7 @@ public final class KueueStandIn {
      * then Evicted=True with reason {@code DeactivatedDueTo<cause>}.
      */
     public void deactivate(String workload, String cause, String message) {
-        client.genericKubernetesResources(WORKLOADS).inNamespace(namespace).withName(workload).edit(w -> {
+        UserEdits.edit(client.genericKubernetesResources(WORKLOADS).inNamespace(namespace).withName(workload), w -> {
             w.<Map<String, Object>>get("spec").put("active", false);
             return w;
         });
