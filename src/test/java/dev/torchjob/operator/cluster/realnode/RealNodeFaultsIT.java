@@ -50,6 +50,11 @@ class RealNodeFaultsIT {
     static final int EPOCHS = 40;
     /** Epochs enough (about a minute) for a fault that the kubelet notices on its own schedule. */
     static final int KUBELET_PACE_EPOCHS = 300;
+    /**
+     * Epochs enough (about 15 s) that a pause asked after the third lands mid-training on a busy machine: with 40
+     * (5 s) the ranks once finished, removing their checkpoint, before the pause's deletions reached them.
+     */
+    static final int PAUSE_EPOCHS = 120;
     static final OperatorInstall install = OperatorInstall.get();
     static final KubernetesClient admin = install.cluster.admin();
     static final Kubectl kubectl = install.cluster.kubectl();
@@ -77,13 +82,17 @@ class RealNodeFaultsIT {
 
     /** A worker; {@code env} adds to its environment, {@code limits} are its resource limits (a YAML flow map). */
     static String worker(String policy, Path state, String env, String limits) {
+        return worker(policy, state, env, limits, EPOCHS);
+    }
+
+    static String worker(String policy, Path state, String env, String limits, int epochs) {
         return replica("worker", policy, """
                 command: [python, /workspace/train.py]
                 workingDir: /state
                 env: [{name: EPOCHS, value: "%d"}%s]
                 resources: {requests: {cpu: 250m}, limits: %s}
                 volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(EPOCHS, env, limits), state(state));
+                """.formatted(epochs, env, limits), state(state));
     }
 
     /**
@@ -206,8 +215,8 @@ class RealNodeFaultsIT {
     void aJobPausedMidTrainingAndResumedAtOnceTrainsOnWithNothingCounted() {
         String ns = install.namespace("resumed");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        submitT9k(ns, "r", "backoffLimit: 0", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
-        awaitLogged(ns, "r-master-0", "epoch 3/" + EPOCHS);
+        submitT9k(ns, "r", "backoffLimit: 0", master("ExitCode", state, PAUSE_EPOCHS) + worker("ExitCode", state, "", "{}", PAUSE_EPOCHS));
+        awaitLogged(ns, "r-master-0", "epoch 3/" + PAUSE_EPOCHS);
         kubectl.run("patch", "pj", "r", "-n", ns, "--type=merge", "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}")
                 .orFail();
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
