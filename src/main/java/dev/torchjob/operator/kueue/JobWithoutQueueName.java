@@ -1,7 +1,6 @@
 package dev.torchjob.operator.kueue;
 
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -16,8 +15,6 @@ import java.util.function.BooleanSupplier;
 public final class JobWithoutQueueName {
     /** The LocalQueue Kueue fills in (its constants.DefaultLocalQueueName). */
     public static final String DEFAULT_QUEUE = "default";
-    /** Where Kueue's default managedJobsNamespaceSelector puts no job in a queue: its own namespace and kube-system. */
-    public static final String UNMANAGED_NAMESPACES = "kube-system,kueue-system";
 
     /** What to do with the job. */
     public enum Placement {
@@ -36,19 +33,20 @@ public final class JobWithoutQueueName {
      * @param label the queue the job's label names, if any
      * @param started whether the operator made a pod of the job (asked only for a job without a label:
      *        it looks at the job's pods)
-     * @param unmanaged namespaces whose jobs are never put in a queue
+     * @param managed Kueue manages the jobs of the job's namespace ({@link ManagedJobsNamespaces})
      * @param defaultQueue whether the namespace has the LocalQueue {@value #DEFAULT_QUEUE}
      * @param everyJobQueued Kueue manages jobs without a queue name (the platform team's setting)
      */
-    public static Placement of(Optional<String> label, BooleanSupplier started, String namespace, Set<String> unmanaged,
-            BooleanSupplier defaultQueue, boolean everyJobQueued) {
-        if (label.isPresent() || unmanaged.contains(namespace) || started.getAsBoolean()) {
+    public static Placement of(Optional<String> label, BooleanSupplier started, BooleanSupplier managed, BooleanSupplier defaultQueue,
+            boolean everyJobQueued) {
+        if (label.isPresent() || started.getAsBoolean()) {
             return Placement.AS_IS;
         }
-        if (defaultQueue.getAsBoolean()) {
-            return Placement.DEFAULT_QUEUE;
+        boolean toDefaultQueue = defaultQueue.getAsBoolean();
+        if (!toDefaultQueue && !everyJobQueued || !managed.getAsBoolean()) {
+            return Placement.AS_IS;
         }
-        return everyJobQueued ? Placement.HOLD : Placement.AS_IS;
+        return toDefaultQueue ? Placement.DEFAULT_QUEUE : Placement.HOLD;
     }
 
     /** The merge patch that labels the job, only if it is still the version that was looked at. */

@@ -4,7 +4,6 @@ import java.net.HttpURLConnection;
 import java.time.Clock;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
@@ -56,9 +55,8 @@ public class JobsWithoutQueueName {
     @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
     boolean enabled;
 
-    /** Namespaces whose jobs are never put in a queue, as Kueue's managedJobsNamespaceSelector leaves them. */
-    @ConfigProperty(name = "torchjob.kueue.unmanaged-namespaces", defaultValue = JobWithoutQueueName.UNMANAGED_NAMESPACES)
-    Set<String> unmanaged;
+    @Inject
+    KueueNamespaces namespaces;
 
     /** As Kueue's manageJobsWithoutQueueName: a new job that names no queue does not start until it names one. */
     @ConfigProperty(name = "torchjob.kueue.manage-jobs-without-queue-name", defaultValue = "false")
@@ -92,8 +90,8 @@ public class JobsWithoutQueueName {
             return JobWithoutQueueName.Placement.AS_IS;
         }
         String namespace = job.getMetadata().getNamespace();
-        JobWithoutQueueName.Placement placement = JobWithoutQueueName.of(KueueWorkload.queueOf(job), started, namespace, unmanaged,
-                () -> hasDefaultQueue(namespace, context), everyJobQueued);
+        JobWithoutQueueName.Placement placement = JobWithoutQueueName.of(KueueWorkload.queueOf(job), started,
+                () -> namespaces.manages(namespace), () -> hasDefaultQueue(namespace, context), everyJobQueued);
         if (placement != JobWithoutQueueName.Placement.DEFAULT_QUEUE) {
             return placement;
         }

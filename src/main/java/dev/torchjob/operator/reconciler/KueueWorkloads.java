@@ -22,6 +22,7 @@ import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.kueue.JobWithoutQueueName;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
+import dev.torchjob.operator.kueue.ManagedJobsNamespaces;
 import dev.torchjob.operator.kueue.QueueMembership;
 import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.status.StatusTime;
@@ -65,6 +66,9 @@ public class KueueWorkloads {
 
     @Inject
     JobEventRecorder events;
+
+    @Inject
+    KueueNamespaces namespaces;
 
     /** Off (TORCHJOB_KUEUE_ENABLED=false, an install without Kueue's RBAC): Kueue is never looked for. */
     @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
@@ -137,17 +141,29 @@ public class KueueWorkloads {
     }
 
     /**
-     * Whether the job may be in a queue: its label names one, or it has a Workload of this operator
-     * (its label was removed or changed since); cheap, for every pass of every job.
+     * Whether the job may be in a queue: its label names one in a namespace Kueue manages, or it has a
+     * Workload of this operator (its label was removed or changed since, or its namespace left out
+     * since: it stays where it was taken in); cheap, for every pass of every job. A job that names a
+     * queue where Kueue manages no job runs without one, as Kueue's own jobs there; said once.
      */
     public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context) {
         String uid = job.getMetadata().getUid();
-        boolean may = !foreign.contains(uid) && (KueueWorkload.queueOf(job).isPresent()
-                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent());
-        if (!may) {
+        if (foreign.contains(uid)) {
+            told.remove(uid);
+            return false;
+        }
+        Optional<String> label = KueueWorkload.queueOf(job);
+        if (label.isPresent() && namespaces.manages(job.getMetadata().getNamespace())
+                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent()) {
+            return true;
+        }
+        if (label.isPresent()) {
+            tell(job, Optional.of(Plan.JobEvent.normal(ManagedJobsNamespaces.IGNORED,
+                    namespaces.selector().ignoredMessage(job.getMetadata().getNamespace(), label.get()))));
+        } else {
             told.remove(uid); // a job that left its queue: nothing of it is left to say
         }
-        return may;
+        return false;
     }
 
     public <J extends HasMetadata> Observed observe(J job, List<KueueWorkload.PodSet> podSets, Labels labels, Context<J> context) {

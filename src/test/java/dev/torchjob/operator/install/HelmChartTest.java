@@ -99,6 +99,7 @@ class HelmChartTest {
         assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "jobs without a queue run, as Kueue's default");
         assertFalse(env.containsKey("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"), "no label copied, as Kueue's default");
         assertFalse(env.containsKey("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"), "kept, as Kueue's default");
+        assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR"), "the operator's default is Kueue's");
         assertEquals("INFO", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertFalse(env.containsKey("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"), "all namespaces");
         assertFalse(env.containsKey("QUARKUS_PROFILE"), "one build profile");
@@ -144,6 +145,15 @@ class HelmChartTest {
         assertEquals("true", env.get("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"));
         assertEquals("example.com/cost-center,example.com/project", env.get("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"));
         assertEquals("1h", env.get("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"));
+        // Kueue's selector, as its configuration writes it, read by the operator as it is.
+        var selector = dev.torchjob.operator.kueue.ManagedJobsNamespaces.parse(env.get("TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR"),
+                Set.of());
+        assertEquals("kueue-managed=true,kubernetes.io/metadata.name notin (kube-system)", selector.describe());
+        Path everyNamespace = Files.createTempFile("every-namespace", ".yaml");
+        Files.writeString(everyNamespace, "kueue: {managedJobsNamespaceSelector: {}}\n");
+        assertEquals("{}", env(only(HelmChart.render(everyNamespace, Map.of()), Deployment.class).getSpec().getTemplate().getSpec()
+                .getContainers().get(0)).get("TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR"), "{} is every namespace, as in Kueue");
+        Files.delete(everyNamespace);
 
         // Namespace-scoped: a Role per watched namespace with everything the operator does to jobs
         // there; cluster-wide only the reads Kueue needs. Together: the manifests' grants, Kubeflow's included.
@@ -213,6 +223,9 @@ class HelmChartTest {
         assertRefused(Map.of("replicas", 2, "leaderElection.enabled", false), "leaderElection.enabled=true");
         assertRefused(Map.of("metrics.serviceMonitor.enabled", true, "metrics.service.enabled", false), "metrics.service.enabled");
         assertRefused(Map.of("kueue.objectRetentionPolicies.workloads.afterDeactivatedByKueue", "1h30m"), "afterDeactivatedByKueue");
+        assertRefused(Map.of("kueue.managedJobsNamespaceSelector.matchExpressions[0].key", "a",
+                "kueue.managedJobsNamespaceSelector.matchExpressions[0].operator", "in"), "operator");
+        assertRefused(Map.of("kueue.managedJobsNamespaceSelector.matchLabel.a", "b"), "matchLabel");
     }
 
     @Test

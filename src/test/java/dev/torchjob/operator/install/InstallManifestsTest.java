@@ -74,6 +74,7 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch"), verbs.get("workloadpriorityclasses"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("priorityclasses"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("localqueues"));
+        assertEquals(Set.of("get", "list", "watch"), verbs.get("namespaces"), "their labels: Kueue's managedJobsNamespaceSelector");
         role.getRules().forEach(rule -> {
             assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
             assertFalse(rule.getResources().contains("*"), "no wildcard resources");

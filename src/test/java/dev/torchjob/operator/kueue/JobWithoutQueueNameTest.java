@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
@@ -18,7 +17,6 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
  * webhooks put the jobs they know, held where Kueue manages every job, or run as it is.
  */
 class JobWithoutQueueNameTest {
-    static final Set<String> UNMANAGED = Set.of(JobWithoutQueueName.UNMANAGED_NAMESPACES.split(","));
     static final BooleanSupplier YES = () -> true;
     static final BooleanSupplier NO = () -> false;
     static final BooleanSupplier NOT_ASKED = () -> {
@@ -27,40 +25,37 @@ class JobWithoutQueueNameTest {
 
     @Test
     void aNewJobGoesToItsNamespacesDefaultLocalQueueWhereThereIsOne() {
-        assertEquals(Placement.DEFAULT_QUEUE, JobWithoutQueueName.of(Optional.empty(), NO, "team-a", UNMANAGED, YES, false));
-        assertEquals(Placement.DEFAULT_QUEUE, JobWithoutQueueName.of(Optional.empty(), NO, "team-a", UNMANAGED, YES, true),
+        assertEquals(Placement.DEFAULT_QUEUE, JobWithoutQueueName.of(Optional.empty(), NO, YES, YES, false));
+        assertEquals(Placement.DEFAULT_QUEUE, JobWithoutQueueName.of(Optional.empty(), NO, YES, YES, true),
                 "a default queue takes the job before Kueue's manageJobsWithoutQueueName would hold it, as Kueue's webhook runs first");
     }
 
     @Test
     void withoutADefaultLocalQueueANewJobRunsAsItIsUnlessKueueManagesEveryJob() {
-        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NO, "team-a", UNMANAGED, NO, false));
-        assertEquals(Placement.HOLD, JobWithoutQueueName.of(Optional.empty(), NO, "team-a", UNMANAGED, NO, true));
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NO, YES, NO, false));
+        assertEquals(Placement.HOLD, JobWithoutQueueName.of(Optional.empty(), NO, YES, NO, true));
     }
 
     @Test
     void aJobThatNamesItsQueueKeepsIt() {
         for (boolean everyJobQueued : new boolean[] {false, true}) {
-            assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.of("team-a-queue"), NOT_ASKED, "team-a", UNMANAGED, NOT_ASKED,
+            assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.of("team-a-queue"), NOT_ASKED, NOT_ASKED, NOT_ASKED,
                     everyJobQueued), "the job's pods and the namespace's queues are not looked at for a labelled job");
         }
     }
 
     @Test
     void aStartedJobIsNeverStoppedByAQueueOrASettingThatCameLater() {
-        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), YES, "team-a", UNMANAGED, NOT_ASKED, false));
-        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), YES, "team-a", UNMANAGED, NOT_ASKED, true));
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), YES, NOT_ASKED, NOT_ASKED, false));
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), YES, NOT_ASKED, NOT_ASKED, true));
     }
 
     @Test
-    void kueuesOwnNamespaceAndKubeSystemAreNotManagedAsKueueLeavesThemByDefault() {
-        assertEquals(Set.of("kube-system", "kueue-system"), UNMANAGED);
-        for (String namespace : UNMANAGED) {
-            assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NOT_ASKED, namespace, UNMANAGED, NOT_ASKED, true),
-                    namespace);
-        }
-        assertEquals(Placement.HOLD, JobWithoutQueueName.of(Optional.empty(), NO, "kueue-system", Set.of(), NO, true),
-                "a setting can manage it");
+    void aNamespaceKueueDoesNotManageKeepsItsJobsAsTheyAre() {
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NO, NO, YES, false), "no default queue taken");
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NO, NO, NO, true), "not held");
+        assertEquals(Placement.AS_IS, JobWithoutQueueName.of(Optional.empty(), NO, NOT_ASKED, NO, false),
+                "the namespace is not looked at where nothing would queue the job");
     }
 
     @Test

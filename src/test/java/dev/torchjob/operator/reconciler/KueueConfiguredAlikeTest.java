@@ -28,7 +28,9 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
  * A cluster whose platform team configured Kueue beyond its defaults and set the operator alike: Kueue
  * manages every job (manageJobsWithoutQueueName; here TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME=true),
  * so a new job that names no queue does not start, and a cost-center label goes to the Workloads
- * (labelKeysToCopy; TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY).
+ * (labelKeysToCopy; TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY), and a namespace labelled
+ * {@code kueue-managed: "false"} is one Kueue leaves alone (managedJobsNamespaceSelector;
+ * TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR).
  */
 @QuarkusTest
 @WithKubernetesTestServer(crud = true)
@@ -39,9 +41,17 @@ class KueueConfiguredAlikeTest {
         public Map<String, String> getConfigOverrides() {
             return Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true",
                     "torchjob.kueue.label-keys-to-copy", "example.com/cost-center,example.com/project",
-                    "torchjob.kueue.object-retention.after-deactivated-by-kueue", "2s");
+                    "torchjob.kueue.object-retention.after-deactivated-by-kueue", "2s",
+                    "torchjob.kueue.managed-jobs-namespace-selector", OPT_OUT);
         }
     }
+
+    /** Every namespace but those labelled kueue-managed=false, kube-system and Kueue's own. */
+    static final String OPT_OUT = """
+            matchExpressions:
+            - {key: kueue-managed, operator: NotIn, values: ["false"]}
+            - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}
+            """;
 
     @Inject
     KubernetesClient client;
@@ -114,6 +124,27 @@ class KueueConfiguredAlikeTest {
         cluster.awaitEvent("Deleted", "deactivated by Kueue and not reactivated by");
         awaitGone(() -> cluster.job("j"));
         assertEquals(List.of(), cluster.pods().stream().filter(p -> p.getMetadata().getName().startsWith("j-")).toList());
+    }
+
+    @Test
+    void inANamespaceKueueDoesNotManageJobsRunWithoutAQueueAsKueueRunsItsOwnThere() {
+        KueueStandIn kueue = KueueTest.kueue(client, "opted-out");
+        client.namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata().withName("opted-out")
+                .addToLabels("kueue-managed", "false").endMetadata().build()).create();
+        OperatorHarness cluster = new OperatorHarness(client, "opted-out");
+
+        // It names a queue: ignored, as Kueue v0.19 ignores its own jobs' label there; said once.
+        cluster.submit(KueueTest.t9kJob("named", ""));
+        cluster.awaitPodNames("named-master-0", "named-worker-0", "named-worker-1");
+        cluster.awaitEvent("QueueIgnored", "kueue.x-k8s.io/queue-name=" + KueueTest.QUEUE + " is ignored");
+        assertEquals(List.of(), kueue.workloads(), "no Workload: no quota is taken for it");
+
+        // It names none: not held, though Kueue manages every job where it manages jobs.
+        cluster.submit(OperatorHarness.job("unnamed", "OnFailure", "{}"));
+        cluster.awaitPods(6);
+        assertNull(KueueTest.queuedReason(cluster.job("unnamed")));
+        assertEquals(1, cluster.events().stream().filter(e -> "QueueIgnored".equals(e.getReason())).count(), "said once");
+        assertEquals(List.of(), kueue.workloads());
     }
 
     static void awaitGone(java.util.function.Supplier<?> object) {

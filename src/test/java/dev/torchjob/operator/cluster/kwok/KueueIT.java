@@ -708,6 +708,37 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    @Test
+    @Order(12)
+    void inANamespaceKueueLeavesAloneJobsRunWithoutAQueueEvenNamingOneAsKueueRunsItsOwnThere() throws Exception {
+        OperatorHarness optedIn = install.harness("kueue-opted-in");
+        OperatorHarness left = install.harness("kueue-left");
+        kueue().queues(optedIn.namespace, "4");
+        kueue().queues(left.namespace, "4");
+        install.cluster.kubectl().run("label", "namespace", optedIn.namespace, "kueue-managed=true").orFail();
+        // An opt-in selector, as Kueue's configuration writes it (Helm value kueue.managedJobsNamespaceSelector); the
+        // operator's ServiceAccount reads the namespaces' labels with the install's ClusterRole.
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true",
+                "torchjob.kueue.managed-jobs-namespace-selector", "{matchLabels: {kueue-managed: \"true\"}}"), true)) {
+            left.submit(t9kJobLabelled("named", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m"));
+            left.submit(t9kJobLabelled("unnamed", "{}", 1, "100m"));
+            left.awaitPodNames("named-master-0", "named-worker-0", "unnamed-master-0", "unnamed-worker-0");
+            left.awaitEvent("QueueIgnored", "Kueue manages no job in namespace " + left.namespace + " (its managedJobsNamespaceSelector, "
+                    + "kueue-managed=true, leaves it out)");
+            assertNull(workloadOf(left, "named"), "no quota taken: Kueue v0.19 ignores its own jobs there, label or not");
+            assertNull(workloadOf(left, "unnamed"));
+
+            // Where Kueue manages jobs: held without a queue name, queued and admitted with one.
+            optedIn.submit(t9kJobLabelled("held", "{}", 1, "100m"));
+            optedIn.submit(t9kJobLabelled("queued", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m"));
+            optedIn.awaitJob("held", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
+            await().atMost(WAIT).until(() -> workloadOf(optedIn, "queued") != null && names(optedIn, "queued-").size() == 2);
+            assertEquals(List.of(), names(optedIn, "held-"));
+            admin.namespaces().withName(optedIn.namespace).delete();
+            admin.namespaces().withName(left.namespace).delete();
+        }
+    }
+
     /** The namespace's queues, and the job "early" run without a queue label by an operator of default settings; its pods' UIDs. */
     Set<String> runningWithoutAQueue(OperatorHarness cluster) throws Exception {
         kueue().queues(cluster.namespace, "4");
