@@ -152,17 +152,20 @@ public class KueueWorkloads {
             told.remove(uid);
             return false;
         }
-        Optional<String> label = KueueWorkload.queueOf(job);
-        if (label.isPresent() && namespaces.manages(job.getMetadata().getNamespace())
-                || watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent()) {
+        // A job with a Workload first: it was taken in, and its namespace is not looked at again.
+        if (watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent()) {
             return true;
         }
-        if (label.isPresent()) {
-            tell(job, Optional.of(Plan.JobEvent.normal(ManagedJobsNamespaces.IGNORED,
-                    namespaces.selector().ignoredMessage(job.getMetadata().getNamespace(), label.get()))));
-        } else {
+        Optional<String> label = KueueWorkload.queueOf(job);
+        if (label.isEmpty()) {
             told.remove(uid); // a job that left its queue: nothing of it is left to say
+            return false;
         }
+        if (namespaces.manages(job.getMetadata().getNamespace())) {
+            return true;
+        }
+        tell(job, Optional.of(Plan.JobEvent.normal(ManagedJobsNamespaces.IGNORED,
+                namespaces.selector().ignoredMessage(job.getMetadata().getNamespace(), label.get()))));
         return false;
     }
 
