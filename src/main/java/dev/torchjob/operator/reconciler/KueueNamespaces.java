@@ -1,8 +1,12 @@
 package dev.torchjob.operator.reconciler;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -31,6 +35,8 @@ public class KueueNamespaces {
     static final String INVALID = "InvalidKueueSetting";
     /** The step a refused watch of the namespaces is said as (the ClusterRole lacks them). */
     static final String WATCH = "FailedWatchNamespaces";
+    /** How long a pass waits for the namespaces' first list. */
+    static final Duration FIRST_LIST = Duration.ofSeconds(20);
 
     /** The informer's client: its own retries, nothing waits on them but the first list. */
     @Inject
@@ -91,17 +97,21 @@ public class KueueNamespaces {
             if (informer == null) {
                 SharedIndexInformer<GenericKubernetesResource> started = client.genericKubernetesResources("v1", "Namespace")
                         .runnableInformer(0);
+                String target = "namespaces (their labels decide which Kueue manages; the operator's ClusterRole needs get, list "
+                        + "and watch on them)";
                 try {
-                    started.start().toCompletableFuture().get(); // the first list: the job's namespace is in it
+                    // The first list: the job's namespace is in it. Bounded, as a pass's call is.
+                    started.start().toCompletableFuture().get(FIRST_LIST.toSeconds(), TimeUnit.SECONDS);
                 } catch (InterruptedException e) {
                     started.stop();
                     Thread.currentThread().interrupt();
-                    throw new ApplyFailure(WATCH, "namespaces (their labels decide which Kueue manages)", new RuntimeException(e));
-                } catch (java.util.concurrent.ExecutionException e) {
+                    throw new ApplyFailure(WATCH, target, new RuntimeException("interrupted", e));
+                } catch (TimeoutException e) {
                     started.stop();
-                    RuntimeException cause = e.getCause() instanceof RuntimeException r ? r : new RuntimeException(e.getCause());
-                    throw new ApplyFailure(WATCH, "namespaces (their labels decide which Kueue manages; the operator's ClusterRole "
-                            + "needs get, list and watch on them)", cause);
+                    throw new ApplyFailure(WATCH, target, new RuntimeException("no answer within " + FIRST_LIST.toSeconds() + " s", e));
+                } catch (ExecutionException e) {
+                    started.stop();
+                    throw new ApplyFailure(WATCH, target, e.getCause() instanceof RuntimeException r ? r : new RuntimeException(e.getCause()));
                 }
                 LOG.infof("watching namespaces: Kueue manages the jobs of those that match %s", selector().describe());
                 informer = started;
