@@ -640,26 +640,10 @@ class KueueIT extends OwnOperators {
 
             // Without the right to label a job (an RBAC older than this operator), the job does not run around the queue:
             // it waits, saying the step and the server's refusal, and is put in the queue once the right is back.
-            var rbac = admin.rbac().clusterRoles().withName("torchjob-operator");
-            var granted = rbac.get();
-            rbac.edit(role -> {
-                role.getRules().stream().filter(r -> r.getResources().equals(List.of("pytorchtrainingjobs")))
-                        .forEach(r -> r.setVerbs(r.getVerbs().stream().filter(v -> !v.equals("patch")).toList()));
-                return role;
-            });
-            try {
-                cluster.submit(t9kJobLabelled("refused", "{}", 1, "100m"));
-                cluster.awaitJob("refused", job -> "FailedSetQueueLabel".equals(reasonOf(job, JobCondition.RECONCILE_ERROR)));
-                assertTrue(messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR).contains("forbidden"),
-                        messageOf(cluster.job("refused"), JobCondition.RECONCILE_ERROR));
-                await("nothing of it runs").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
-                        .until(() -> names(cluster, "refused-").isEmpty() && workloadOf(cluster, "refused") == null);
-            } finally {
-                rbac.edit(role -> {
-                    role.setRules(granted.getRules());
-                    return role;
-                });
-            }
+            waitsWithoutTheRight(cluster, "refused", "FailedSetQueueLabel", role -> role.getRules().stream()
+                    .filter(r -> r.getResources().equals(List.of("pytorchtrainingjobs")))
+                    .forEach(r -> r.setVerbs(r.getVerbs().stream().filter(v -> !v.equals("patch")).toList())),
+                    () -> cluster.submit(t9kJobLabelled("refused", "{}", 1, "100m")));
             // Retried with back-off (1 s, 2 s, ... since the refusal was first said).
             await().atMost(WAIT).until(() -> workloadOf(cluster, "refused") != null && names(cluster, "refused-").size() == 2);
             assertEquals("default", cluster.job("refused").getMetadata().getLabels().get("kueue.x-k8s.io/queue-name"));
@@ -722,24 +706,9 @@ class KueueIT extends OwnOperators {
                 "torchjob.kueue.managed-jobs-namespace-selector", "{matchLabels: {kueue-managed: \"true\"}}"), true)) {
             // Without the right to read namespaces (an RBAC older than this setting): the job waits, saying so, and
             // goes on once the right is back; it never runs around the queue.
-            var rbac = admin.rbac().clusterRoles().withName("torchjob-operator");
-            var granted = rbac.get();
-            rbac.edit(role -> {
-                role.setRules(role.getRules().stream().filter(r -> !r.getResources().equals(List.of("namespaces"))).toList());
-                return role;
-            });
-            try {
-                optedIn.submit(t9kJobLabelled("queued", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m"));
-                optedIn.awaitJob("queued", job -> "FailedWatchNamespaces".equals(reasonOf(job, JobCondition.RECONCILE_ERROR)));
-                assertTrue(messageOf(optedIn.job("queued"), JobCondition.RECONCILE_ERROR).contains("forbidden"),
-                        messageOf(optedIn.job("queued"), JobCondition.RECONCILE_ERROR));
-                assertEquals(List.of(), names(optedIn, "queued-"));
-            } finally {
-                rbac.edit(role -> {
-                    role.setRules(granted.getRules());
-                    return role;
-                });
-            }
+            waitsWithoutTheRight(optedIn, "queued", "FailedWatchNamespaces", role -> role.setRules(role.getRules().stream()
+                    .filter(r -> !r.getResources().equals(List.of("namespaces"))).toList()),
+                    () -> optedIn.submit(t9kJobLabelled("queued", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m")));
             await().atMost(WAIT).until(() -> workloadOf(optedIn, "queued") != null && names(optedIn, "queued-").size() == 2);
 
             left.submit(t9kJobLabelled("named", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m"));
@@ -756,6 +725,33 @@ class KueueIT extends OwnOperators {
             assertEquals(List.of(), names(optedIn, "held-"));
             admin.namespaces().withName(optedIn.namespace).delete();
             admin.namespaces().withName(left.namespace).delete();
+        }
+    }
+
+    /**
+     * With the operator's ClusterRole narrowed, the job {@code submit} makes waits with {@code step}'s
+     * ReconcileError (the server's "forbidden"), and nothing of it runs; then the rules are given back.
+     */
+    void waitsWithoutTheRight(OperatorHarness cluster, String job, String step,
+            java.util.function.Consumer<io.fabric8.kubernetes.api.model.rbac.ClusterRole> narrow, Runnable submit) {
+        var rbac = admin.rbac().clusterRoles().withName("torchjob-operator");
+        var granted = rbac.get();
+        rbac.edit(role -> {
+            narrow.accept(role);
+            return role;
+        });
+        try {
+            submit.run();
+            cluster.awaitJob(job, j -> step.equals(reasonOf(j, JobCondition.RECONCILE_ERROR)));
+            assertTrue(messageOf(cluster.job(job), JobCondition.RECONCILE_ERROR).contains("forbidden"),
+                    messageOf(cluster.job(job), JobCondition.RECONCILE_ERROR));
+            await("nothing of it runs").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
+                    .until(() -> names(cluster, job + "-").isEmpty() && workloadOf(cluster, job) == null);
+        } finally {
+            rbac.edit(role -> {
+                role.setRules(granted.getRules());
+                return role;
+            });
         }
     }
 
