@@ -171,6 +171,14 @@ public record ManagedJobsNamespaces(Map<String, String> matchLabels, List<Requir
                 && matchExpressions.stream().allMatch(r -> r.matches(all));
     }
 
+    /**
+     * Whether relabelling a namespace took it into, or out of, those Kueue manages: only then may a job
+     * of it that waits for a queue name go another way (one held there starts once it is left out).
+     */
+    public boolean relabelMatters(String namespace, Map<String, String> before, Map<String, String> after) {
+        return manages(namespace, before) != manages(namespace, after);
+    }
+
     /** The event said, once, of a job that names a LocalQueue in a namespace Kueue does not manage. */
     public static final String IGNORED = "QueueIgnored";
 

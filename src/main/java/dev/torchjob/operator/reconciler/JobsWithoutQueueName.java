@@ -2,6 +2,7 @@ package dev.torchjob.operator.reconciler;
 
 import java.net.HttpURLConnection;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,6 +30,8 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
 import io.javaoperatorsdk.operator.processing.GroupVersionKind;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
+import io.javaoperatorsdk.operator.processing.event.source.EventSource;
+import io.javaoperatorsdk.operator.processing.event.source.inbound.SimpleInboundEventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 
 /**
@@ -36,7 +39,8 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
  * where Kueue manages every job, as Kueue does for the kinds it knows ({@link JobWithoutQueueName}
  * decides; here the LocalQueues are read and the label written). The LocalQueues named
  * {@value JobWithoutQueueName#DEFAULT_QUEUE} are watched (an informer per controller, only where Kueue
- * is installed), so that no job costs a read.
+ * is installed), so that no job costs a read; where jobs are held, a relabel that leaves their namespace
+ * out of those Kueue manages ({@link KueueNamespaces}) looks at them again.
  */
 @ApplicationScoped
 public class JobsWithoutQueueName {
@@ -66,16 +70,30 @@ public class JobsWithoutQueueName {
     private final Map<String, InformerEventSource<GenericKubernetesResource, ?>> queues = new ConcurrentHashMap<>();
     private volatile ApiDiscovery discovery;
 
-    /** The controller's informer of default LocalQueues, at its start, when Kueue is installed then. */
-    public <J extends HasMetadata> List<InformerEventSource<GenericKubernetesResource, J>> atStart(EventSourceContext<J> context,
-            String controller) {
-        if (!enabled || !discovery().installed()) {
+    /**
+     * The controller's event sources, at its start: the informer of default LocalQueues, when Kueue is
+     * installed then; and, where jobs without a queue name are held, their namespaces' relabels.
+     */
+    public <J extends HasMetadata> List<EventSource<?, J>> atStart(EventSourceContext<J> context, String controller) {
+        if (!enabled) {
             return List.of();
         }
-        InformerEventSource<GenericKubernetesResource, J> informer = new InformerEventSource<>(configuration(context, controller),
-                context);
-        queues.put(controller, informer);
-        return List.of(informer);
+        List<EventSource<?, J>> sources = new ArrayList<>();
+        if (everyJobQueued) {
+            // A held job starts once its namespace is left out of those Kueue manages, without a change of its own.
+            SimpleInboundEventSource<J> relabels = new SimpleInboundEventSource<>(controller + "-namespace-relabels");
+            namespaces.whenRelabelled(namespace -> context.getPrimaryCache().list(namespace)
+                    .filter(job -> KueueWorkload.queueOf(job).isEmpty())
+                    .forEach(job -> relabels.propagateEvent(ResourceID.fromResource(job))));
+            sources.add(relabels);
+        }
+        if (discovery().installed()) {
+            InformerEventSource<GenericKubernetesResource, J> informer = new InformerEventSource<>(configuration(context, controller),
+                    context);
+            queues.put(controller, informer);
+            sources.add(informer);
+        }
+        return sources;
     }
 
     /**

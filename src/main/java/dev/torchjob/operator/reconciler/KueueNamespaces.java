@@ -1,12 +1,15 @@
 package dev.torchjob.operator.reconciler;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -18,6 +21,7 @@ import org.jboss.logging.Logger;
 import dev.torchjob.operator.kueue.ManagedJobsNamespaces;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 
 /**
@@ -25,8 +29,8 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
  * (set alike here; {@link ManagedJobsNamespaces} decides). A selector of namespace names alone (Kueue's
  * default) reads nothing; one of other labels reads them from an informer on the cluster's namespaces,
  * started when a job first needs it (so an operator that never meets such a selector never watches
- * namespaces). A namespace's labels are looked at when its jobs are: a namespace relabelled later
- * changes what becomes of jobs not yet started, never of running ones.
+ * namespaces). A namespace relabelled into or out of the selector is told to those who asked
+ * ({@link #whenRelabelled}): it changes what becomes of jobs not yet started, never of running ones.
  */
 @ApplicationScoped
 public class KueueNamespaces {
@@ -56,6 +60,12 @@ public class KueueNamespaces {
 
     private volatile ManagedJobsNamespaces namespaces;
     private volatile SharedIndexInformer<GenericKubernetesResource> informer;
+    private final List<Consumer<String>> relabelled = new CopyOnWriteArrayList<>();
+
+    /** Tells {@code listener} the name of each namespace a relabel took into, or out of, those Kueue manages. */
+    public void whenRelabelled(Consumer<String> listener) {
+        relabelled.add(listener);
+    }
 
     /**
      * The namespaces Kueue manages, as set.
@@ -85,8 +95,7 @@ public class KueueNamespaces {
             read = ApplyFailure.reading(WATCH, "namespace " + namespace, () -> passClient.genericKubernetesResources("v1", "Namespace")
                     .withName(namespace).get());
         }
-        Map<String, String> labels = read == null || read.getMetadata().getLabels() == null ? Map.of() : read.getMetadata().getLabels();
-        return managed.manages(namespace, labels);
+        return managed.manages(namespace, labels(read));
     }
 
     private SharedIndexInformer<GenericKubernetesResource> informer() {
@@ -97,6 +106,7 @@ public class KueueNamespaces {
             if (informer == null) {
                 SharedIndexInformer<GenericKubernetesResource> started = client.genericKubernetesResources("v1", "Namespace")
                         .runnableInformer(0);
+                started.addEventHandler(new Relabels());
                 String target = "namespaces (their labels decide which Kueue manages; the operator's ClusterRole needs get, list "
                         + "and watch on them)";
                 try {
@@ -118,6 +128,33 @@ public class KueueNamespaces {
             }
             return informer;
         }
+    }
+
+    /** Namespaces relabelled: those whose jobs Kueue now manages, or no longer does, are told on. */
+    private final class Relabels implements ResourceEventHandler<GenericKubernetesResource> {
+        @Override
+        public void onAdd(GenericKubernetesResource namespace) {
+            // Its jobs are not looked at before it is here (a job's pass reads a namespace not yet in the store).
+        }
+
+        @Override
+        public void onUpdate(GenericKubernetesResource before, GenericKubernetesResource now) {
+            String name = now.getMetadata().getName();
+            if (selector().relabelMatters(name, labels(before), labels(now))) {
+                LOG.infof("namespace %s relabelled: Kueue %s its jobs", name,
+                        selector().manages(name, labels(now)) ? "now manages" : "no longer manages");
+                relabelled.forEach(listener -> listener.accept(name));
+            }
+        }
+
+        @Override
+        public void onDelete(GenericKubernetesResource namespace, boolean finalStateUnknown) {
+            // Its jobs go with it.
+        }
+    }
+
+    private static Map<String, String> labels(GenericKubernetesResource namespace) {
+        return namespace == null || namespace.getMetadata().getLabels() == null ? Map.of() : namespace.getMetadata().getLabels();
     }
 
     @PreDestroy

@@ -42,6 +42,18 @@ class ManagedJobsNamespacesTest {
     }
 
     @Test
+    void onlyARelabelThatTakesANamespaceInOrOutMattersToItsWaitingJobs() {
+        ManagedJobsNamespaces managed = selector("{matchLabels: {kueue-managed: \"true\"}}");
+        assertTrue(managed.relabelMatters("team-a", Map.of("kueue-managed", "true"), Map.of()), "left out: a held job may start");
+        assertTrue(managed.relabelMatters("team-a", Map.of(), Map.of("kueue-managed", "true")), "taken in");
+        assertFalse(managed.relabelMatters("team-a", Map.of("kueue-managed", "true"), Map.of("kueue-managed", "true", "owner", "x")),
+                "another label: nothing for its jobs");
+        assertFalse(managed.relabelMatters("team-a", Map.of("kueue-managed", "no"), Map.of()), "out before and after");
+        assertFalse(ManagedJobsNamespaces.parse("{matchLabels: {kueue-managed: \"true\"}}", Set.of("team-a"))
+                .relabelMatters("team-a", Map.of(), Map.of("kueue-managed", "true")), "a namespace named left out stays out");
+    }
+
+    @Test
     void everyOperatorOfALabelSelectorPicksAsKubernetesDoes() {
         ManagedJobsNamespaces in = selector("matchExpressions: [{key: tier, operator: In, values: [batch, research]}]");
         assertTrue(in.manages("n", Map.of("tier", "batch")));

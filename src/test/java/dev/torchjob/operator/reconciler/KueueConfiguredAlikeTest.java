@@ -147,6 +147,30 @@ class KueueConfiguredAlikeTest {
         assertEquals(List.of(), kueue.workloads());
     }
 
+    @Test
+    void aJobHeldForAQueueNameStartsOnceARelabelLeavesItsNamespaceOutOfKueue() {
+        KueueTest.kueue(client, "opting-out");
+        client.namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata().withName("opting-out")
+                .addToLabels("team", "a").endMetadata().build()).create();
+        OperatorHarness cluster = new OperatorHarness(client, "opting-out");
+        cluster.submit(OperatorHarness.job("held", "OnFailure", "{}"));
+        awaitHeld(cluster, "held");
+
+        // Another label changes nothing for it; the one the selector reads leaves the namespace out, and it starts.
+        relabel("opting-out", "team", "b");
+        relabel("opting-out", "kueue-managed", "false");
+        cluster.awaitPodNames("held-master-0", "held-worker-0", "held-worker-1");
+        cluster.awaitJob("held", j -> "NotQueued".equals(KueueTest.queuedReason(j)));
+        assertEquals("False", cluster.condition("held", JobCondition.QUEUED).status, "no longer waiting for a queue");
+    }
+
+    void relabel(String namespace, String key, String value) {
+        client.namespaces().withName(namespace).edit(n -> {
+            n.getMetadata().getLabels().put(key, value);
+            return n;
+        });
+    }
+
     static void awaitGone(java.util.function.Supplier<?> object) {
         org.awaitility.Awaitility.await().atMost(OperatorHarness.WAIT).until(() -> object.get() == null);
     }

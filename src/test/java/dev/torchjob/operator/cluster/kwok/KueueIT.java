@@ -2,6 +2,7 @@ package dev.torchjob.operator.cluster.kwok;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -723,6 +724,12 @@ class KueueIT extends OwnOperators {
             optedIn.submit(t9kJobLabelled("held", "{}", 1, "100m"));
             optedIn.awaitJob("held", job -> "QueueNameMissing".equals(reasonOf(job, JobCondition.QUEUED)));
             assertEquals(List.of(), names(optedIn, "held-"));
+            // The namespace left out by a relabel: the held job starts without a change of its own; the queued one stays
+            // in its queue (its Workload first).
+            install.cluster.kubectl().run("label", "namespace", optedIn.namespace, "kueue-managed-").orFail();
+            optedIn.awaitPodNames("held-master-0", "held-worker-0", "queued-master-0", "queued-worker-0");
+            assertNull(workloadOf(optedIn, "held"));
+            assertNotNull(workloadOf(optedIn, "queued"));
             admin.namespaces().withName(optedIn.namespace).delete();
             admin.namespaces().withName(left.namespace).delete();
         }
