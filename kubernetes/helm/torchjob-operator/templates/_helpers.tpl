@@ -68,6 +68,7 @@ a test keeps them equal.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["localqueues"]
   verbs: ["get", "list", "watch"]
+{{- include "torchjob.kueueOwnerRules" . | nindent 0 }}
 {{- end }}
 {{- if .Values.kubeflow.enabled }}
 # kubeflow.org/v1 PyTorchJob; delete: ttlSecondsAfterFinished; patch: Kueue's default LocalQueue label.
@@ -91,6 +92,37 @@ a test keeps them equal.
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* A job's controller owners of the kinds Kueue knows, read once (Kueue queues a job through an owner it manages). */}}
+{{- define "torchjob.kueueOwnerRules" -}}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "replicasets"]
+  verbs: ["get"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["mpijobs", "tfjobs", "paddlejobs", "xgboostjobs", "jaxjobs"{{ if not .Values.kubeflow.enabled }}, "pytorchjobs"{{ end }}]
+  verbs: ["get"]
+- apiGroups: ["ray.io"]
+  resources: ["rayjobs", "rayclusters", "rayservices"]
+  verbs: ["get"]
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["get"]
+- apiGroups: ["workload.codeflare.dev"]
+  resources: ["appwrappers"]
+  verbs: ["get"]
+- apiGroups: ["trainer.kubeflow.org"]
+  resources: ["trainjobs"]
+  verbs: ["get"]
+- apiGroups: ["sparkoperator.k8s.io"]
+  resources: ["sparkapplications"]
+  verbs: ["get"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["get"]
 {{- end -}}
 
 {{/* Cluster-scoped objects Kueue's admissions and Workloads name: read only. */}}

@@ -2,6 +2,7 @@ package dev.torchjob.operator.kueue;
 
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * What becomes of a job without the queue label, as Kueue decides it for the kinds it knows. Put in
@@ -36,9 +37,11 @@ public final class JobWithoutQueueName {
      * @param managed Kueue manages the jobs of the job's namespace ({@link ManagedJobsNamespaces})
      * @param defaultQueue whether the namespace has the LocalQueue {@value #DEFAULT_QUEUE}
      * @param everyJobQueued Kueue manages jobs without a queue name (the platform team's setting)
+     * @param owners what Kueue makes of the job's owners (read only when it matters): a job whose owner's
+     *        kind Kueue manages is not put in the default LocalQueue, one queued through its owner is not held
      */
     public static Placement of(Optional<String> label, BooleanSupplier started, BooleanSupplier managed, BooleanSupplier defaultQueue,
-            boolean everyJobQueued) {
+            boolean everyJobQueued, Supplier<OwnerAncestry> owners) {
         if (label.isPresent() || started.getAsBoolean()) {
             return Placement.AS_IS;
         }
@@ -46,7 +49,11 @@ public final class JobWithoutQueueName {
         if (!toDefaultQueue && !everyJobQueued || !managed.getAsBoolean()) {
             return Placement.AS_IS;
         }
-        return toDefaultQueue ? Placement.DEFAULT_QUEUE : Placement.HOLD;
+        OwnerAncestry ancestry = owners.get();
+        if (toDefaultQueue && !ancestry.ownerKindManaged()) {
+            return Placement.DEFAULT_QUEUE;
+        }
+        return everyJobQueued && ancestry.ancestor().isEmpty() ? Placement.HOLD : Placement.AS_IS;
     }
 
     /** The merge patch that labels the job, only if it is still the version that was looked at. */

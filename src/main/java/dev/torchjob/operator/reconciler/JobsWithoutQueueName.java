@@ -62,6 +62,9 @@ public class JobsWithoutQueueName {
     @Inject
     KueueNamespaces namespaces;
 
+    @Inject
+    KueueOwners owners;
+
     /** As Kueue's manageJobsWithoutQueueName: a new job that names no queue does not start until it names one. */
     @ConfigProperty(name = "torchjob.kueue.manage-jobs-without-queue-name", defaultValue = "false")
     boolean everyJobQueued;
@@ -109,7 +112,7 @@ public class JobsWithoutQueueName {
         }
         String namespace = job.getMetadata().getNamespace();
         JobWithoutQueueName.Placement placement = JobWithoutQueueName.of(KueueWorkload.queueOf(job), started,
-                () -> namespaces.manages(namespace), () -> hasDefaultQueue(namespace, context), everyJobQueued);
+                () -> namespaces.manages(namespace), () -> hasDefaultQueue(namespace, context), everyJobQueued, () -> owners.of(job));
         if (placement != JobWithoutQueueName.Placement.DEFAULT_QUEUE) {
             return placement;
         }

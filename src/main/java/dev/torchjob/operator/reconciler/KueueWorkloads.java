@@ -23,6 +23,7 @@ import dev.torchjob.operator.kueue.JobWithoutQueueName;
 import dev.torchjob.operator.kueue.KueueAdmission;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.ManagedJobsNamespaces;
+import dev.torchjob.operator.kueue.OwnerAncestry;
 import dev.torchjob.operator.kueue.QueueMembership;
 import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.status.StatusTime;
@@ -69,6 +70,9 @@ public class KueueWorkloads {
 
     @Inject
     KueueNamespaces namespaces;
+
+    @Inject
+    KueueOwners owners;
 
     /** Off (TORCHJOB_KUEUE_ENABLED=false, an install without Kueue's RBAC): Kueue is never looked for. */
     @ConfigProperty(name = "torchjob.kueue.enabled", defaultValue = "true")
@@ -144,7 +148,8 @@ public class KueueWorkloads {
      * Whether the job may be in a queue: its label names one in a namespace Kueue manages, or it has a
      * Workload of this operator (its label was removed or changed since, or its namespace left out
      * since: it stays where it was taken in); cheap, for every pass of every job. A job that names a
-     * queue where Kueue manages no job runs without one, as Kueue's own jobs there; said once.
+     * queue where Kueue manages no job runs without one, as Kueue's own jobs there; said once. So does a
+     * job Kueue queues through an owner it manages (an AppWrapper's): its owner's Workload covers it.
      */
     public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context) {
         String uid = job.getMetadata().getUid();
@@ -155,6 +160,14 @@ public class KueueWorkloads {
         // A job with a Workload first: it was taken in, and its namespace is not looked at again.
         if (watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent()) {
             return true;
+        }
+        if (enabled) {
+            OwnerAncestry ancestry = owners.of(job);
+            if (ancestry.ancestor().isPresent()) {
+                // Its owner's Workload covers it: a second one would take the quota twice.
+                tell(job, Optional.of(Plan.JobEvent.normal(OwnerAncestry.QUEUED_BY_OWNER, ancestry.queuedByOwnerMessage())));
+                return false;
+            }
         }
         Optional<String> label = KueueWorkload.queueOf(job);
         if (label.isEmpty()) {

@@ -100,6 +100,8 @@ class HelmChartTest {
         assertFalse(env.containsKey("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"), "no label copied, as Kueue's default");
         assertFalse(env.containsKey("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"), "kept, as Kueue's default");
         assertFalse(env.containsKey("TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR"), "the operator's default is Kueue's");
+        assertEquals(dev.torchjob.operator.kueue.KueueIntegrations.KUEUE_DEFAULT, env.get("TORCHJOB_KUEUE_INTEGRATIONS"),
+                "Kueue's shipped frameworks, written where a platform team changes them as it changes Kueue's");
         assertEquals("INFO", env.get("QUARKUS_LOG_CATEGORY__DEV_TORCHJOB__LEVEL"));
         assertFalse(env.containsKey("QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES"), "all namespaces");
         assertFalse(env.containsKey("QUARKUS_PROFILE"), "one build profile");
@@ -145,6 +147,9 @@ class HelmChartTest {
         assertEquals("true", env.get("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"));
         assertEquals("example.com/cost-center,example.com/project", env.get("TORCHJOB_KUEUE_LABEL_KEYS_TO_COPY"));
         assertEquals("1h", env.get("TORCHJOB_KUEUE_OBJECT_RETENTION_AFTER_DEACTIVATED_BY_KUEUE"));
+        var integrations = dev.torchjob.operator.kueue.KueueIntegrations.parse(List.of(env.get("TORCHJOB_KUEUE_INTEGRATIONS").split(",")));
+        assertTrue(integrations.manages("example.com/v1", "MyWrapper") && integrations.manages("workload.codeflare.dev/v1beta2", "AppWrapper")
+                && !integrations.manages("ray.io/v1", "RayJob"), "Kueue's frameworks and external frameworks, as given");
         // Kueue's selector, as its configuration writes it, read by the operator as it is.
         var selector = dev.torchjob.operator.kueue.ManagedJobsNamespaces.parse(env.get("TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR"),
                 Set.of());

@@ -75,6 +75,8 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch"), verbs.get("priorityclasses"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("localqueues"));
         assertEquals(Set.of("get", "list", "watch"), verbs.get("namespaces"), "their labels: Kueue's managedJobsNamespaceSelector");
+        assertEquals(Set.of("get"), verbs.get("appwrappers"), "a job's owner, once: Kueue queues an AppWrapper's jobs through it");
+        assertEquals(Set.of("get"), verbs.get("jobsets"));
         role.getRules().forEach(rule -> {
             assertFalse(rule.getVerbs().contains("*"), "no wildcard verbs");
             assertFalse(rule.getResources().contains("*"), "no wildcard resources");

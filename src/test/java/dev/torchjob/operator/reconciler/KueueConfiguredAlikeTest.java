@@ -164,6 +164,31 @@ class KueueConfiguredAlikeTest {
         assertEquals("False", cluster.condition("held", JobCondition.QUEUED).status, "no longer waiting for a queue");
     }
 
+    @Test
+    void aJobAnAppWrapperWrapsIsQueuedThroughItNeitherHeldNorGivenAWorkload() {
+        KueueStandIn kueue = KueueTest.kueue(client, "wrapped");
+        GenericKubernetesResource wrapper = client.genericKubernetesResources(new io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext.Builder()
+                        .withGroup("workload.codeflare.dev").withVersion("v1beta2").withKind("AppWrapper").withPlural("appwrappers")
+                        .withNamespaced(true).build())
+                .inNamespace("wrapped").resource(client.getKubernetesSerialization().unmarshal("""
+                        {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+                         "metadata": {"name": "aw", "labels": {"kueue.x-k8s.io/queue-name": "%s"}}, "spec": {"components": []}}
+                        """.formatted(KueueTest.QUEUE), GenericKubernetesResource.class)).create();
+        OperatorHarness cluster = new OperatorHarness(client, "wrapped");
+        // As the AppWrapper's controller makes it once Kueue admitted the AppWrapper: owned by it, no queue label.
+        PyTorchTrainingJob job = client.getKubernetesSerialization().unmarshal(OperatorHarness.job("child", "OnFailure", "{}"),
+                PyTorchTrainingJob.class);
+        job.getMetadata().setOwnerReferences(List.of(new io.fabric8.kubernetes.api.model.OwnerReferenceBuilder()
+                .withApiVersion("workload.codeflare.dev/v1beta2").withKind("AppWrapper").withName("aw")
+                .withUid(wrapper.getMetadata().getUid()).withController(true).build()));
+        client.resources(PyTorchTrainingJob.class).inNamespace("wrapped").resource(job).create();
+
+        cluster.awaitPodNames("child-master-0", "child-worker-0", "child-worker-1");
+        cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw");
+        assertEquals(List.of(), kueue.workloads(), "the AppWrapper's Workload covers it: none of its own");
+        assertNull(KueueTest.queuedReason(cluster.job("child")), "never held for a queue name");
+    }
+
     void relabel(String namespace, String key, String value) {
         client.namespaces().withName(namespace).edit(n -> {
             n.getMetadata().getLabels().put(key, value);

@@ -1,0 +1,130 @@
+package dev.torchjob.operator.kueue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+
+import org.junit.jupiter.api.Test;
+
+import dev.torchjob.operator.kueue.OwnerAncestry.Owner;
+import dev.torchjob.operator.kueue.OwnerAncestry.Reference;
+
+/**
+ * Whether Kueue queues a job through an owner, as Kueue walks a job's controller owners (its own
+ * examples: a JobSet inside an AppWrapper, with and without queue labels, with and without
+ * manageJobsWithoutQueueName).
+ */
+class OwnerAncestryTest {
+    static final KueueIntegrations DEFAULT = KueueIntegrations.parse(List.of(KueueIntegrations.KUEUE_DEFAULT.split(",")));
+    static final Reference WRAPPER = new Reference("workload.codeflare.dev/v1beta2", "AppWrapper", "aw", "u-aw");
+    static final Reference JOBSET = new Reference("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "u-js");
+
+    /** The owners in the cluster, by name; each read counted. */
+    static final class Owners implements Function<Reference, Optional<Owner>> {
+        final Map<String, Owner> byName = new HashMap<>();
+        int reads;
+
+        Owners with(Reference reference, String queue, Reference controller) {
+            byName.put(reference.name(), new Owner(reference, reference.uid(), queue == null ? Map.of()
+                    : Map.of(KueueWorkload.QUEUE_LABEL, queue), Optional.ofNullable(controller)));
+            return this;
+        }
+
+        @Override
+        public Optional<Owner> apply(Reference reference) {
+            reads++;
+            return Optional.ofNullable(byName.get(reference.name()));
+        }
+    }
+
+    static Optional<String> ancestor(Reference controller, Owners owners, KueueIntegrations integrations, boolean everyJobQueued) {
+        return OwnerAncestry.of(Optional.ofNullable(controller), owners, integrations, everyJobQueued).ancestor()
+                .map(o -> o.reference().kind());
+    }
+
+    @Test
+    void aJobWrappedInAnAppWrapperWithAQueueIsQueuedThroughIt() {
+        Owners owners = new Owners().with(WRAPPER, "team-a", null);
+        OwnerAncestry ancestry = OwnerAncestry.of(Optional.of(WRAPPER), owners, DEFAULT, false);
+        assertTrue(ancestry.ownerKindManaged());
+        assertEquals(Optional.of("AppWrapper"), ancestry.ancestor().map(o -> o.reference().kind()));
+        assertTrue(ancestry.queuedByOwnerMessage().contains("through its owner AppWrapper aw (workload.codeflare.dev/v1beta2)"),
+                ancestry.queuedByOwnerMessage());
+    }
+
+    @Test
+    void theTopmostOwnerKueueManagesIsTheOneAsInKueuesExamples() {
+        // Without manageJobsWithoutQueueName, only owners with a queue label count.
+        assertEquals(Optional.empty(), ancestor(JOBSET, new Owners().with(JOBSET, null, WRAPPER).with(WRAPPER, null, null), DEFAULT, false));
+        assertEquals(Optional.of("JobSet"), ancestor(JOBSET, new Owners().with(JOBSET, "q", WRAPPER).with(WRAPPER, null, null), DEFAULT, false));
+        assertEquals(Optional.of("AppWrapper"), ancestor(JOBSET, new Owners().with(JOBSET, null, WRAPPER).with(WRAPPER, "q", null), DEFAULT,
+                false));
+        assertEquals(Optional.of("AppWrapper"), ancestor(JOBSET, new Owners().with(JOBSET, "q", WRAPPER).with(WRAPPER, "q", null), DEFAULT,
+                false));
+        // With it, every owner of a kind Kueue manages counts: the topmost wins.
+        assertEquals(Optional.of("AppWrapper"), ancestor(JOBSET, new Owners().with(JOBSET, null, WRAPPER).with(WRAPPER, null, null), DEFAULT,
+                true));
+        // A kind Kueue knows but which is not enabled is walked through, never chosen.
+        KueueIntegrations noJobSet = KueueIntegrations.parse(List.of("workload.codeflare.dev/appwrapper"));
+        assertEquals(Optional.of("AppWrapper"), ancestor(JOBSET, new Owners().with(JOBSET, "q", WRAPPER).with(WRAPPER, "q", null), noJobSet,
+                false));
+        assertEquals(Optional.empty(), ancestor(JOBSET, new Owners().with(JOBSET, "q", WRAPPER).with(WRAPPER, null, null), noJobSet, false));
+        assertFalse(OwnerAncestry.of(Optional.of(JOBSET), new Owners().with(JOBSET, "q", null), noJobSet, false).ownerKindManaged());
+    }
+
+    @Test
+    void aJobWithoutAnOwnerKueueKnowsCostsNoRead() {
+        Owners owners = new Owners();
+        assertEquals(OwnerAncestry.NONE, OwnerAncestry.of(Optional.empty(), owners, DEFAULT, true));
+        Reference workflow = new Reference("argoproj.io/v1alpha1", "Workflow", "wf", "u-wf");
+        assertEquals(OwnerAncestry.NONE, OwnerAncestry.of(Optional.of(workflow), owners, DEFAULT, true));
+        assertEquals(0, owners.reads);
+        // The walk stops at an owner Kueue does not know, above one it manages.
+        assertEquals(Optional.of("AppWrapper"), ancestor(WRAPPER, new Owners().with(WRAPPER, "q", workflow), DEFAULT, false));
+    }
+
+    @Test
+    void anExternalFrameworkIsManagedAsKueueManagesIt() {
+        KueueIntegrations external = KueueIntegrations.parse(List.of("batch/job", " MyWrapper.v1.example.com "));
+        Reference mine = new Reference("example.com/v1", "MyWrapper", "w", "u-w");
+        assertEquals(Optional.of("MyWrapper"), ancestor(mine, new Owners().with(mine, "q", null), external, false));
+        assertFalse(DEFAULT.knows("example.com/v1", "MyWrapper"));
+        assertFalse(DEFAULT.knows("workload.codeflare.dev/v1beta1", "AppWrapper"), "Kueue matches the apiVersion too");
+    }
+
+    @Test
+    void anOwnerOfAnotherUidStopsTheWalkAsInKueue() {
+        Owners owners = new Owners();
+        owners.byName.put("aw", new Owner(WRAPPER, "another-uid", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Optional.empty()));
+        assertEquals(Optional.empty(), ancestor(WRAPPER, owners, DEFAULT, false));
+    }
+
+    @Test
+    void aWalkThatCannotEndIsRefusedNamingWhy() {
+        assertTrue(assertThrows(OwnerAncestry.Unresolved.class, () -> ancestor(WRAPPER, new Owners(), DEFAULT, false)).getMessage()
+                .contains("its owner AppWrapper aw is not found"));
+        Owners cycle = new Owners().with(JOBSET, "q", WRAPPER).with(WRAPPER, null, JOBSET);
+        assertTrue(assertThrows(OwnerAncestry.Unresolved.class, () -> ancestor(JOBSET, cycle, DEFAULT, false)).getMessage()
+                .contains("cycle"));
+        Owners deep = new Owners();
+        for (int i = 0; i < 12; i++) {
+            deep.with(new Reference("batch/v1", "Job", "j" + i, "u" + i), null, new Reference("batch/v1", "Job", "j" + (i + 1), "u" + (i + 1)));
+        }
+        assertTrue(assertThrows(OwnerAncestry.Unresolved.class, () -> ancestor(new Reference("batch/v1", "Job", "j0", "u0"), deep, DEFAULT,
+                false)).getMessage().contains("longer than Kueue walks (10)"));
+    }
+
+    @Test
+    void aFrameworkKueueWouldNotStartWithIsRefusedNamingIt() {
+        var e = assertThrows(KueueIntegrations.Invalid.class, () -> KueueIntegrations.parse(List.of("batch/job", "kubeflow.org/pytorchjobs")));
+        assertTrue(e.getMessage().contains("names kubeflow.org/pytorchjobs, neither one of Kueue's frameworks")
+                && e.getMessage().contains("TORCHJOB_KUEUE_INTEGRATIONS"), e.getMessage());
+    }
+}
