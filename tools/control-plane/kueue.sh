@@ -2,7 +2,9 @@
 # Provisions the real Kueue for the real-cluster test tier, at the version in versions.env: its
 # controller manager built from its Go module (`go install sigs.k8s.io/kueue/cmd/kueue`), cached in
 # $CONTROL_PLANE_CACHE next to the control plane, and its module (install manifests, CRDs) from Go's
-# module cache. Prints two lines: the controller manager binary, then the module's directory.
+# module cache; and the AppWrapper module Kueue integrates (its CRD: KueueIT wraps a job in an
+# AppWrapper), at the version Kueue's go.mod names. Prints three lines: the controller manager
+# binary, the Kueue module's directory, the AppWrapper module's directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 component=kueue
@@ -23,5 +25,11 @@ if [ ! -f "$bin/.complete" ]; then
   touch "$bin/.complete"
   log "built in $(( $(date +%s) - start )) s"
 fi
+appwrapper_version=$(sed -n 's|^[[:space:]]*github.com/project-codeflare/appwrapper \(v[^ ]*\)$|\1|p' "$module/go.mod")
+[ -n "$appwrapper_version" ] || { log "Kueue's go.mod names no AppWrapper module"; exit 1; }
+appwrapper=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "github.com/project-codeflare/appwrapper@$appwrapper_version" \
+  | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
+[ -f "$appwrapper/config/crd/bases/workload.codeflare.dev_appwrappers.yaml" ] || { log "no AppWrapper CRD in $appwrapper"; exit 1; }
 echo "$bin/kueue"
 echo "$module"
+echo "$appwrapper"

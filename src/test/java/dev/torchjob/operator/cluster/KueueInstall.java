@@ -29,7 +29,8 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
  * The real Kueue in the test control plane, installed as a platform team installs it: its own
  * manifests ({@code kubectl kustomize config/default} of its module, at the version in
  * tools/versions.env), configured as docs/kueue.md says (both job kinds as external
- * frameworks, {@code kubernetes/kueue-rbac.yaml}), and its controller manager run as a process on
+ * frameworks, {@code kubernetes/kueue-rbac.yaml}; AppWrapper's CRD beside it, for Kueue's appwrapper
+ * integration), and its controller manager run as a process on
  * loopback under its ServiceAccount, webhooks and CRD conversion included. What differs from a
  * cluster is only where things live: the webhooks and conversion are called at
  * {@code https://127.0.0.1:<port>} instead of a Service, its internal certificate management finds
@@ -68,7 +69,7 @@ public final class KueueInstall implements AutoCloseable {
         List<String> provisioned = provision();
         KueueInstall kueue = new KueueInstall(cluster, Path.of(provisioned.get(0)));
         try {
-            kueue.install(Path.of(provisioned.get(1)));
+            kueue.install(Path.of(provisioned.get(1)), Path.of(provisioned.get(2)));
             kueue.run();
         } catch (IOException | RuntimeException e) {
             kueue.close();
@@ -79,13 +80,17 @@ public final class KueueInstall implements AutoCloseable {
 
     private static List<String> provision() {
         List<String> lines = ControlPlane.provisioned("control-plane/kueue.sh");
-        if (lines.size() < 2) {
-            throw new AssertionError("tools/control-plane/kueue.sh printed " + lines + ", not the manager and its module");
+        if (lines.size() < 3) {
+            throw new AssertionError("tools/control-plane/kueue.sh printed " + lines + ", not the manager, its module and AppWrapper's");
         }
-        return lines.subList(lines.size() - 2, lines.size());
+        return lines.subList(lines.size() - 3, lines.size());
     }
 
-    private void install(Path module) throws IOException {
+    /**
+     * @param appWrapper the AppWrapper module Kueue integrates: its CRD is installed before Kueue starts, so
+     *        that Kueue's appwrapper integration (on in its shipped configuration) runs from the start
+     */
+    private void install(Path module, Path appWrapper) throws IOException {
         Files.createDirectories(work);
         Kubectl kubectl = cluster.kubectl();
         String manifests = kubectl.run("kustomize", module.resolve("config/default").toString()).orFail().out();
@@ -122,8 +127,10 @@ public final class KueueInstall implements AutoCloseable {
         Path file = work.resolve("install.yaml");
         Files.writeString(file, json.asYaml(new KubernetesListBuilder().withItems(objects).build()));
         kubectl.run("apply", "--server-side", "-f", file.toString(),
-                "-f", "kubernetes/kueue-rbac.yaml").orFail();
+                "-f", "kubernetes/kueue-rbac.yaml",
+                "-f", appWrapper.resolve("config/crd/bases/workload.codeflare.dev_appwrappers.yaml").toString()).orFail();
         kubectl.run("wait", "--for=condition=Established", "--timeout=60s", "crd", "-l", "app.kubernetes.io/name=kueue").orFail();
+        kubectl.run("wait", "--for=condition=Established", "--timeout=60s", "crd", "appwrappers.workload.codeflare.dev").orFail();
         // The process reads its configuration from a file where the Deployment would mount the ConfigMap.
         Files.writeString(work.resolve("config.yaml"), admin.configMaps().inNamespace(NAMESPACE).withName(CONFIG_MAP).get()
                 .getData().get(CONFIG_KEY));

@@ -735,6 +735,62 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    @Test
+    @Order(13)
+    void aPyTorchJobAnAppWrapperWrapsIsQueuedThroughItsAppWrapperAlone() throws Exception {
+        OperatorHarness cluster = install.harness("kueue-wrapped");
+        kueue().queues(cluster.namespace, "4");
+        // A default LocalQueue and Kueue managing every job: neither may take the wrapped job, as Kueue leaves both off a
+        // job whose owner it manages.
+        defaultLocalQueue(cluster);
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true"), true)) {
+            Kubectl kubectl = install.cluster.kubectl();
+            kubectl.runWithInput("""
+                    apiVersion: workload.codeflare.dev/v1beta2
+                    kind: AppWrapper
+                    metadata: {name: aw, namespace: %s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                    spec:
+                      components:
+                      - podSets:
+                        - {path: template.spec.pytorchReplicaSpecs.Master.template, replicas: 1}
+                        - {path: template.spec.pytorchReplicaSpecs.Worker.template, replicas: 1}
+                        template:
+                    %s
+                    """.formatted(cluster.namespace, wrappedJob("{name: wrapped}").indent(8)), "apply", "--server-side", "-f", "-").orFail();
+            // Kueue's own appwrapper integration (on in its shipped configuration) queues and admits the AppWrapper.
+            await().atMost(WAIT).until(() -> workloads(cluster.namespace).stream().anyMatch(w -> "True".equals(condition(w, "Admitted")
+                    .get("status"))));
+            String uid = kubectl.run("get", "appwrapper", "aw", "-n", cluster.namespace, "-o", "jsonpath={.metadata.uid}").orFail().out()
+                    .strip();
+            // As AppWrapper's controller does once its AppWrapper is admitted: the job, owned by it, on the flavor's nodes.
+            kubectl.runWithInput(wrappedJob("{name: wrapped, namespace: " + cluster.namespace + ", ownerReferences: [{apiVersion: "
+                    + "workload.codeflare.dev/v1beta2, kind: AppWrapper, name: aw, uid: " + uid + ", controller: true, blockOwnerDeletion: true}]}"),
+                    "apply", "--server-side", "-f", "-").orFail();
+            cluster.awaitPodNames("wrapped-master-0", "wrapped-worker-0");
+            cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw");
+            assertEquals(1, workloads(cluster.namespace).size(), "the AppWrapper's Workload alone: the quota is taken once");
+            assertNull(cluster.pytorchJob("wrapped").getMetadata().getLabels(), "not put in the default LocalQueue");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
+    /** The PyTorchJob an AppWrapper wraps (its template), with the flavor's node selector as the admission gives it. */
+    static String wrappedJob(String metadata) {
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: %s
+                spec:
+                  pytorchReplicaSpecs:
+                    Master:
+                      replicas: 1
+                      template: {spec: {nodeSelector: {type: kwok}, containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                    Worker:
+                      replicas: 1
+                      template: {spec: {nodeSelector: {type: kwok}, containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                """.formatted(metadata);
+    }
+
     /**
      * With the operator's ClusterRole narrowed, the job {@code submit} makes waits with {@code step}'s
      * ReconcileError (the server's "forbidden"), and nothing of it runs; then the rules are given back.
