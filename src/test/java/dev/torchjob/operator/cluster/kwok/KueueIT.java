@@ -769,7 +769,8 @@ class KueueIT extends OwnOperators {
             cluster.awaitPodNames("wrapped-master-0", "wrapped-worker-0");
             cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw");
             assertEquals(1, workloads(cluster.namespace).size(), "the AppWrapper's Workload alone: the quota is taken once");
-            assertNull(cluster.pytorchJob("wrapped").getMetadata().getLabels(), "not put in the default LocalQueue");
+            assertEquals(java.util.Optional.empty(), dev.torchjob.operator.kueue.KueueWorkload.queueOf(cluster.pytorchJob("wrapped")),
+                    "not put in the default LocalQueue");
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }
