@@ -2,9 +2,10 @@
 # Provisions the real Kueue for the real-cluster test tier, at the version in versions.env: its
 # controller manager built from its Go module (`go install sigs.k8s.io/kueue/cmd/kueue`), cached in
 # $CONTROL_PLANE_CACHE next to the control plane, and its module (install manifests, CRDs) from Go's
-# module cache; and the AppWrapper module Kueue integrates (its CRD: KueueIT wraps a job in an
-# AppWrapper), at the version Kueue's go.mod names. Prints three lines: the controller manager
-# binary, the Kueue module's directory, the AppWrapper module's directory.
+# module cache; and AppWrapper, which Kueue integrates, at the version Kueue's go.mod names: its module
+# (CRD, install manifests) and its controller built from it (KueueIT runs a job an AppWrapper wraps).
+# Prints four lines: Kueue's controller manager binary, the Kueue module's directory, the AppWrapper
+# module's directory, AppWrapper's controller binary.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 component=kueue
@@ -30,6 +31,24 @@ appwrapper_version=$(sed -n 's|^[[:space:]]*github.com/project-codeflare/appwrap
 appwrapper=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "github.com/project-codeflare/appwrapper@$appwrapper_version" \
   | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')
 [ -f "$appwrapper/config/crd/bases/workload.codeflare.dev_appwrappers.yaml" ] || { log "no AppWrapper CRD in $appwrapper"; exit 1; }
+
+# AppWrapper's controller: its module's package main, built in a module of our own that requires it (a plain
+# `go install …@version` asks the proxy for the version list, which it refuses), so its dependencies stay its own.
+appwrapper_bin="$cache/appwrapper-${appwrapper_version#v}/bin"
+if [ ! -f "$appwrapper_bin/.complete" ]; then
+  start=$(date +%s)
+  log "building AppWrapper $appwrapper_version's controller from its Go module (minutes on a cold machine)"
+  mkdir -p "$appwrapper_bin"
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && go mod init torchjob.invalid/control-plane/appwrapper >/dev/null 2>&1 \
+    && GOFLAGS=-mod=mod go get "github.com/project-codeflare/appwrapper@$appwrapper_version" >&2 \
+    && CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false -mod=mod" go build -ldflags "-s -w" -o "$appwrapper_bin/appwrapper" \
+      github.com/project-codeflare/appwrapper/cmd >&2)
+  touch "$appwrapper_bin/.complete"
+  log "built in $(( $(date +%s) - start )) s"
+fi
 echo "$bin/kueue"
 echo "$module"
 echo "$appwrapper"
+echo "$appwrapper_bin/appwrapper"

@@ -53,21 +53,23 @@ public final class KueueInstall implements AutoCloseable {
 
     private final ControlPlane cluster;
     private final Path binary;
+    private final List<String> provisioned;
     private final Path work;
     private final int webhookPort = ListenPorts.free();
     private final int healthPort = ListenPorts.free();
     private final int metricsPort = ListenPorts.free();
 
-    private KueueInstall(ControlPlane cluster, Path binary) {
+    private KueueInstall(ControlPlane cluster, List<String> provisioned) {
         this.cluster = cluster;
-        this.binary = binary;
+        this.provisioned = provisioned;
+        this.binary = Path.of(provisioned.get(0));
         this.work = cluster.work.resolve("kueue");
     }
 
     /** Installs Kueue and starts its controller manager; returns once it is ready (webhooks served). */
     public static KueueInstall start(ControlPlane cluster) {
         List<String> provisioned = provision();
-        KueueInstall kueue = new KueueInstall(cluster, Path.of(provisioned.get(0)));
+        KueueInstall kueue = new KueueInstall(cluster, provisioned);
         try {
             kueue.install(Path.of(provisioned.get(1)), Path.of(provisioned.get(2)));
             kueue.run();
@@ -80,10 +82,16 @@ public final class KueueInstall implements AutoCloseable {
 
     private static List<String> provision() {
         List<String> lines = ControlPlane.provisioned("control-plane/kueue.sh");
-        if (lines.size() < 3) {
-            throw new AssertionError("tools/control-plane/kueue.sh printed " + lines + ", not the manager, its module and AppWrapper's");
+        if (lines.size() < 4) {
+            throw new AssertionError("tools/control-plane/kueue.sh printed " + lines
+                    + ", not the manager, its module, AppWrapper's module and AppWrapper's controller");
         }
-        return lines.subList(lines.size() - 3, lines.size());
+        return lines.subList(lines.size() - 4, lines.size());
+    }
+
+    /** Starts AppWrapper's own controller beside Kueue (its CRD is installed with Kueue); the caller stops it. */
+    public AppWrapperController startAppWrapperController() {
+        return AppWrapperController.start(cluster, Path.of(provisioned.get(2)), Path.of(provisioned.get(3)));
     }
 
     /**

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.AppWrapperController;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.KueueInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
@@ -735,20 +736,31 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    /**
+     * AppWrapper's own controller makes the job once Kueue admitted the AppWrapper; the operator runs it through the
+     * AppWrapper's admission, restarts it once for a rank's fault while AppWrapper looks at its pods, and AppWrapper sees
+     * it succeed. The AppWrapper carries the grace periods docs/kueue.md gives for jobs the operator restarts.
+     */
     @Test
     @Order(13)
-    void aPyTorchJobAnAppWrapperWrapsIsQueuedThroughItsAppWrapperAlone() throws Exception {
+    void aPyTorchJobAnAppWrapperWrapsIsQueuedThroughItRestartedOnceForARanksFaultAndSucceedsForAppWrapper() throws Exception {
         OperatorHarness cluster = install.harness("kueue-wrapped");
         kueue().queues(cluster.namespace, "4");
         // A default LocalQueue and Kueue managing every job: neither may take the wrapped job, as Kueue leaves both off a
         // job whose owner it manages.
         defaultLocalQueue(cluster);
-        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true"), true)) {
+        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true"), true);
+                AppWrapperController appWrappers = kueue().startAppWrapperController()) {
             Kubectl kubectl = install.cluster.kubectl();
             kubectl.runWithInput("""
                     apiVersion: workload.codeflare.dev/v1beta2
                     kind: AppWrapper
-                    metadata: {name: aw, namespace: %s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                    metadata:
+                      name: aw
+                      namespace: %s
+                      labels: {kueue.x-k8s.io/queue-name: user-queue}
+                      annotations: {workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h,
+                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h}
                     spec:
                       components:
                       - podSets:
@@ -756,41 +768,86 @@ class KueueIT extends OwnOperators {
                         - {path: template.spec.pytorchReplicaSpecs.Worker.template, replicas: 1}
                         template:
                     %s
-                    """.formatted(cluster.namespace, wrappedJob("{name: wrapped}").indent(8)), "apply", "--server-side", "-f", "-").orFail();
-            // Kueue's own appwrapper integration (on in its shipped configuration) queues and admits the AppWrapper.
-            await().atMost(WAIT).until(() -> workloads(cluster.namespace).stream().anyMatch(w -> "True".equals(condition(w, "Admitted")
-                    .get("status"))));
-            String uid = kubectl.run("get", "appwrapper", "aw", "-n", cluster.namespace, "-o", "jsonpath={.metadata.uid}").orFail().out()
-                    .strip();
-            // As AppWrapper's controller does once its AppWrapper is admitted: the job, owned by it, on the flavor's nodes.
-            kubectl.runWithInput(wrappedJob("{name: wrapped, namespace: " + cluster.namespace + ", ownerReferences: [{apiVersion: "
-                    + "workload.codeflare.dev/v1beta2, kind: AppWrapper, name: aw, uid: " + uid + ", controller: true, blockOwnerDeletion: true}]}"),
-                    "apply", "--server-side", "-f", "-").orFail();
+                    """.formatted(cluster.namespace, WRAPPED_JOB.indent(8)), "apply", "--server-side", "-f", "-").orFail();
+            // Kueue's appwrapper integration admits the AppWrapper; AppWrapper's controller makes the job, owned by it.
             cluster.awaitPodNames("wrapped-master-0", "wrapped-worker-0");
+            cluster.runAll();
+            PyTorchJob job = cluster.pytorchJob("wrapped");
+            assertEquals("AppWrapper", job.getMetadata().getOwnerReferences().get(0).getKind());
             cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw");
             assertEquals(1, workloads(cluster.namespace).size(), "the AppWrapper's Workload alone: the quota is taken once");
-            assertEquals(java.util.Optional.empty(), dev.torchjob.operator.kueue.KueueWorkload.queueOf(cluster.pytorchJob("wrapped")),
-                    "not put in the default LocalQueue");
+            assertEquals(java.util.Optional.empty(), dev.torchjob.operator.kueue.KueueWorkload.queueOf(job), "not put in the default LocalQueue");
+            for (Pod pod : cluster.pods()) {
+                assertEquals("kwok", pod.getSpec().getNodeSelector().get("type"), "the admission's flavor, as AppWrapper gives it to the job");
+                assertEquals("aw", pod.getMetadata().getLabels().get("workload.codeflare.dev/appwrapper"), "the label AppWrapper counts pods by");
+            }
+            await().atMost(WAIT).until(() -> "Running".equals(appWrapper(cluster).get("phase")));
+
+            // One rank's fault mid-run; AppWrapper is made to look at the pods every 100 ms until the new group runs (it
+            // looks once a minute by itself): it must see the failed pod or the new group, never reset the job.
+            Set<String> before = uids(cluster, "wrapped-");
+            cluster.kubelet.oomKill("wrapped-worker-0");
+            Set<String> looked = new java.util.HashSet<>();
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+                // A merge patch: no resourceVersion to conflict with AppWrapper's own writes.
+                admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper").inNamespace(cluster.namespace).withName("aw")
+                        .patch(io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
+                                "{\"metadata\":{\"annotations\":{\"test.torchjob.dev/look\":\"" + System.nanoTime() + "\"}}}");
+                looked.add(String.valueOf(appWrapperCondition(cluster, "Unhealthy").get("reason")));
+                Set<String> now = uids(cluster, "wrapped-");
+                return now.size() == 2 && java.util.Collections.disjoint(before, now) && cluster.pods().stream()
+                        .allMatch(p -> "Running".equals(p.getStatus().getPhase()));
+            });
+            System.out.println("[kueue] AppWrapper's Unhealthy reasons seen during the restart: " + looked);
+            assertTrue(looked.contains("FoundFailedPods"), "AppWrapper looked while the failed rank was there: " + looked);
+            cluster.awaitEvent("JobRestarting", "pod wrapped-worker-0 (container pytorch) exited with code 137 (OOMKilled)");
+            assertEquals(1, cluster.pytorchJob("wrapped").getStatus().backoffCount, "one fault, one restart");
+            assertEquals(job.getMetadata().getUid(), cluster.pytorchJob("wrapped").getMetadata().getUid(), "the same job: AppWrapper never reset it");
+            assertEquals(null, appWrapper(cluster).get("retries"), "AppWrapper counted no reset: " + appWrapper(cluster));
+
+            cluster.kubelet.exit("wrapped-worker-0", 0);
+            cluster.kubelet.exit("wrapped-master-0", 0);
+            cluster.awaitPyTorchJob("wrapped", j -> j.getStatus().conditions.stream().anyMatch(c -> "Succeeded".equals(c.type) && "True".equals(c.status)));
+            await().atMost(WAIT).untilAsserted(() -> assertEquals("Succeeded", appWrapper(cluster).get("phase"), appWrapper(cluster).toString()));
+            await().atMost(WAIT).until(() -> "True".equals(condition(workloads(cluster.namespace).get(0), "Finished").get("status")));
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }
 
-    /** The PyTorchJob an AppWrapper wraps (its template), with the flavor's node selector as the admission gives it. */
-    static String wrappedJob(String metadata) {
-        return """
-                apiVersion: kubeflow.org/v1
-                kind: PyTorchJob
-                metadata: %s
-                spec:
-                  pytorchReplicaSpecs:
-                    Master:
-                      replicas: 1
-                      template: {spec: {nodeSelector: {type: kwok}, containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
-                    Worker:
-                      replicas: 1
-                      template: {spec: {nodeSelector: {type: kwok}, containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
-                """.formatted(metadata);
+    /** The AppWrapper "aw"'s status. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> appWrapper(OperatorHarness cluster) {
+        GenericKubernetesResource aw = admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper")
+                .inNamespace(cluster.namespace).withName("aw").get();
+        return aw == null || aw.getAdditionalProperties().get("status") == null ? Map.of()
+                : (Map<String, Object>) aw.getAdditionalProperties().get("status");
     }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> appWrapperCondition(OperatorHarness cluster, String type) {
+        return ((List<Map<String, Object>>) appWrapper(cluster).getOrDefault("conditions", List.of())).stream()
+                .filter(c -> type.equals(c.get("type"))).findFirst().orElse(Map.of());
+    }
+
+    /**
+     * The PyTorchJob an AppWrapper wraps (its template): no node selector (AppWrapper gives the admission's), a rank
+     * OOM-killed restarts the job.
+     */
+    static final String WRAPPED_JOB = """
+            apiVersion: kubeflow.org/v1
+            kind: PyTorchJob
+            metadata: {name: wrapped}
+            spec:
+              pytorchReplicaSpecs:
+                Master:
+                  replicas: 1
+                  restartPolicy: ExitCode
+                  template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+                Worker:
+                  replicas: 1
+                  restartPolicy: ExitCode
+                  template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: 100m}}}]}}
+            """;
 
     /**
      * With the operator's ClusterRole narrowed, the job {@code submit} makes waits with {@code step}'s

@@ -1,0 +1,102 @@
+package dev.torchjob.operator.cluster;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import dev.torchjob.operator.testing.ListenPorts;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
+import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+
+/**
+ * AppWrapper's own controller (the module Kueue integrates, built by tools/control-plane/kueue.sh), installed
+ * from its manifests ({@code kubectl kustomize config/default}: namespace, ServiceAccount, RBAC, its
+ * configuration) and run as a process under its ServiceAccount. Its webhook is off: it would default an
+ * AppWrapper's podSets and check its user's rights, so the tests write AppWrappers with their podSets. Its
+ * CRD comes with {@link KueueInstall}.
+ */
+public final class AppWrapperController implements AutoCloseable {
+    static final String NAMESPACE = "appwrapper-system";
+    static final String SERVICE_ACCOUNT = "appwrapper-controller-manager";
+    private static final String PROCESS = "appwrapper";
+
+    private final ControlPlane cluster;
+    private final Path work;
+    private final int healthPort = ListenPorts.free();
+
+    private AppWrapperController(ControlPlane cluster) {
+        this.cluster = cluster;
+        this.work = cluster.work.resolve("appwrapper");
+    }
+
+    /** Installs and starts the controller; returns once it serves its health endpoint. */
+    static AppWrapperController start(ControlPlane cluster, Path module, Path binary) {
+        AppWrapperController controller = new AppWrapperController(cluster);
+        try {
+            controller.install(module);
+            controller.run(binary);
+        } catch (IOException | RuntimeException e) {
+            controller.close();
+            throw new AssertionError("AppWrapper's controller did not start: " + e.getMessage() + " (log in "
+                    + cluster.work.resolve("logs") + ")", e);
+        }
+        return controller;
+    }
+
+    private void install(Path module) throws IOException {
+        Files.createDirectories(work);
+        Kubectl kubectl = cluster.kubectl();
+        String manifests = kubectl.run("kustomize", module.resolve("config/default").toString()).orFail().out();
+        KubernetesClient admin = cluster.admin();
+        KubernetesSerialization json = admin.getKubernetesSerialization();
+        List<HasMetadata> objects = new ArrayList<>();
+        for (HasMetadata object : admin.load(new ByteArrayInputStream(manifests.getBytes(StandardCharsets.UTF_8))).items()) {
+            switch (object.getKind()) {
+                // Its Pod and Services need a node network; its webhooks are off (above); the CRD is Kueue's install's.
+                case "Deployment", "Service", "Secret", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                        "CustomResourceDefinition" -> {
+                    continue;
+                }
+                // Its configuration, read at start from this ConfigMap: loopback's needs only.
+                case "ConfigMap" -> ((ConfigMap) object).getData().put("config.yaml", json.asYaml(Map.of(
+                        "webhooksEnabled", false,
+                        "controllerManager", Map.of("health", Map.of("bindAddress", "127.0.0.1:" + healthPort),
+                                "metrics", Map.of("bindAddress", "0"), "leaderElection", false))));
+                default -> {
+                }
+            }
+            objects.add(object);
+        }
+        Path file = work.resolve("install.yaml");
+        Files.writeString(file, json.asYaml(new KubernetesListBuilder().withItems(objects).build()));
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-f", file.toString()).orFail();
+    }
+
+    private void run(Path binary) throws IOException {
+        KubernetesClient admin = cluster.admin();
+        String token = admin.serviceAccounts().inNamespace(NAMESPACE).withName(SERVICE_ACCOUNT)
+                .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
+                .getStatus().getToken();
+        Path kubeconfig = work.resolve("appwrapper.kubeconfig");
+        ControlPlane.writeKubeconfig(kubeconfig, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
+        cluster.start(PROCESS, List.of("env", "NAMESPACE=" + NAMESPACE, binary.toString(), "--kubeconfig=" + kubeconfig));
+        // Its readiness asks for the webhook server, which is off: its liveness says the manager runs.
+        cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/healthz"));
+    }
+
+    /** Stops the controller; its objects and what it made stay. */
+    @Override
+    public void close() {
+        cluster.stopProcess(PROCESS);
+    }
+}
