@@ -21,9 +21,9 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 /**
  * AppWrapper's own controller (the module Kueue integrates, built by tools/control-plane/kueue.sh), installed
  * from its manifests ({@code kubectl kustomize config/default}: namespace, ServiceAccount, RBAC, its
- * configuration) and run as a process under its ServiceAccount. Its webhook is off: it would default an
- * AppWrapper's podSets and check its user's rights, so the tests write AppWrappers with their podSets. Its
- * CRD comes with {@link KueueInstall}.
+ * configuration) with {@code kubernetes/appwrapper-rbac.yaml}, and run as a process under its
+ * ServiceAccount. Its webhook is off: it would fill in an AppWrapper's podSets and check its user's
+ * rights, so the tests write AppWrappers with their podSets. Its CRD comes with {@link KueueInstall}.
  */
 public final class AppWrapperController implements AutoCloseable {
     static final String NAMESPACE = "appwrapper-system";
@@ -79,7 +79,8 @@ public final class AppWrapperController implements AutoCloseable {
         }
         Path file = work.resolve("install.yaml");
         Files.writeString(file, json.asYaml(new KubernetesListBuilder().withItems(objects).build()));
-        kubectl.run("apply", "--server-side", "--force-conflicts", "-f", file.toString()).orFail();
+        // With the rights docs/kueue.md has a platform team give it to make the T9k kind.
+        kubectl.run("apply", "--server-side", "--force-conflicts", "-f", file.toString(), "-f", "kubernetes/appwrapper-rbac.yaml").orFail();
     }
 
     private void run(Path binary) throws IOException {

@@ -814,6 +814,56 @@ class KueueIT extends OwnOperators {
         }
     }
 
+    /**
+     * A PyTorchTrainingJob in an AppWrapper, with the rights kubernetes/appwrapper-rbac.yaml gives AppWrapper's
+     * controller: made by it once Kueue admitted the AppWrapper, run through that admission, its success the
+     * AppWrapper's; and an AppWrapper Kueue deactivates takes its job and pods away.
+     */
+    @Test
+    @Order(14)
+    void aPyTorchTrainingJobAnAppWrapperWrapsRunsWithTheRightsTheDocsGiveAndGoesWhenKueueEvictsIt() throws Exception {
+        OperatorHarness cluster = install.harness("kueue-wrapped-t9k");
+        kueue().queues(cluster.namespace, "4");
+        try (OperatorProcess operator = install.newOperator(Map.of(), true);
+                AppWrapperController appWrappers = kueue().startAppWrapperController()) {
+            for (String name : List.of("aw", "aw-evicted")) {
+                install.cluster.kubectl().runWithInput("""
+                        apiVersion: workload.codeflare.dev/v1beta2
+                        kind: AppWrapper
+                        metadata: {name: %s, namespace: %s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                        spec:
+                          components:
+                          - podSets:
+                            - {path: "template.spec.replicaSpecs[0].template", replicas: 1}
+                            - {path: "template.spec.replicaSpecs[1].template", replicas: 1}
+                            template:
+                        %s
+                        """.formatted(name, cluster.namespace, t9kJobLabelled(name + "-job", "{}", 1, "100m").indent(8)),
+                        "apply", "--server-side", "-f", "-").orFail();
+            }
+            cluster.awaitPodNames("aw-evicted-job-master-0", "aw-evicted-job-worker-0", "aw-job-master-0", "aw-job-worker-0");
+            cluster.runAll();
+            cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw ");
+            assertEquals(2, workloads(cluster.namespace).size(), "the AppWrappers' Workloads alone");
+
+            cluster.kubelet.exit("aw-job-worker-0", 0);
+            cluster.kubelet.exit("aw-job-master-0", 0);
+            cluster.awaitPhase("aw-job", JobPhase.Succeeded);
+            await().atMost(WAIT).untilAsserted(() -> assertEquals("Succeeded", appWrapper(cluster).get("phase"), appWrapper(cluster).toString()));
+
+            GenericKubernetesResource evicted = workloads(cluster.namespace).stream()
+                    .filter(w -> w.getMetadata().getOwnerReferences().get(0).getName().equals("aw-evicted")).findFirst().orElseThrow();
+            admin.genericKubernetesResources("kueue.x-k8s.io/v1beta2", "Workload").inNamespace(cluster.namespace)
+                    .withName(evicted.getMetadata().getName())
+                    .patch(io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
+                            "{\"spec\":{\"active\":false}}");
+            await().atMost(WAIT).until(() -> cluster.client.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace)
+                    .withName("aw-evicted-job").get() == null && cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith("aw-evicted-")));
+            assertEquals(JobPhase.Succeeded, cluster.job("aw-job").getStatus().phase, "the other AppWrapper's job is left alone");
+            admin.namespaces().withName(cluster.namespace).delete();
+        }
+    }
+
     /** The AppWrapper "aw"'s status. */
     @SuppressWarnings("unchecked")
     static Map<String, Object> appWrapper(OperatorHarness cluster) {
