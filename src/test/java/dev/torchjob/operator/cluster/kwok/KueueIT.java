@@ -810,6 +810,7 @@ class KueueIT extends OwnOperators {
             cluster.awaitPyTorchJob("wrapped", j -> j.getStatus().conditions.stream().anyMatch(c -> "Succeeded".equals(c.type) && "True".equals(c.status)));
             await().atMost(WAIT).untilAsserted(() -> assertEquals("Succeeded", appWrapper(cluster).get("phase"), appWrapper(cluster).toString()));
             await().atMost(WAIT).until(() -> "True".equals(condition(workloads(cluster.namespace).get(0), "Finished").get("status")));
+            appWrappersGone(cluster);
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }
@@ -860,8 +861,16 @@ class KueueIT extends OwnOperators {
             await().atMost(WAIT).until(() -> cluster.client.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace)
                     .withName("aw-evicted-job").get() == null && cluster.pods().stream().noneMatch(p -> p.getMetadata().getName().startsWith("aw-evicted-")));
             assertEquals(JobPhase.Succeeded, cluster.job("aw-job").getStatus().phase, "the other AppWrapper's job is left alone");
+            appWrappersGone(cluster);
             admin.namespaces().withName(cluster.namespace).delete();
         }
+    }
+
+    /** Deletes the namespace's AppWrappers and waits until AppWrapper's controller has let them go (its finalizer). */
+    static void appWrappersGone(OperatorHarness cluster) {
+        var appWrappers = admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper").inNamespace(cluster.namespace);
+        appWrappers.delete();
+        await().atMost(WAIT).until(() -> appWrappers.list().getItems().isEmpty());
     }
 
     /** The AppWrapper "aw"'s status. */
