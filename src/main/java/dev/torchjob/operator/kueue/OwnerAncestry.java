@@ -30,8 +30,9 @@ public record OwnerAncestry(boolean ownerKindManaged, Optional<Owner> ancestor) 
         }
     }
 
-    /** An owner as read: its labels, and its own controller owner. */
-    public record Owner(Reference reference, String uid, Map<String, String> labels, Optional<Reference> controller) {
+    /** An owner as read: its labels and annotations, and its own controller owner. */
+    public record Owner(Reference reference, String uid, Map<String, String> labels, Map<String, String> annotations,
+            Optional<Reference> controller) {
     }
 
     /** The walk cannot be finished: the job waits, as Kueue's reconcile of such a job fails and is retried. */
@@ -85,6 +86,6 @@ public record OwnerAncestry(boolean ownerKindManaged, Optional<Owner> ancestor) 
         Owner owner = ancestor.orElseThrow();
         return "Kueue queues this job through its owner " + owner.reference() + " (" + owner.reference().apiVersion()
                 + "): the job has no Workload of its own, its owner's admission covers it, and its own "
-                + KueueWorkload.QUEUE_LABEL + " label, if any, is not used";
+                + KueueWorkload.QUEUE_LABEL + " label, if any, is not used" + AppWrapperResets.hint(owner).map(h -> ". " + h).orElse("");
     }
 }

@@ -86,10 +86,11 @@ public class KueueOwners {
             return Optional.empty();
         }
         Map<String, String> labels = owner.getMetadata().getLabels() == null ? Map.of() : owner.getMetadata().getLabels();
+        Map<String, String> annotations = owner.getMetadata().getAnnotations() == null ? Map.of() : owner.getMetadata().getAnnotations();
         Optional<OwnerAncestry.Reference> controller = owner.getMetadata().getOwnerReferences() == null ? Optional.empty()
                 : owner.getMetadata().getOwnerReferences().stream().filter(r -> Boolean.TRUE.equals(r.getController())).findFirst()
                         .map(KueueOwners::reference);
-        return Optional.of(new OwnerAncestry.Owner(reference, owner.getMetadata().getUid(), labels, controller));
+        return Optional.of(new OwnerAncestry.Owner(reference, owner.getMetadata().getUid(), labels, annotations, controller));
     }
 
     /** The owner's resource, its plural as Kubernetes forms it (no discovery call: an owner's kind is read once). */

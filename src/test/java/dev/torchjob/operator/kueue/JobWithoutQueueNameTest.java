@@ -29,7 +29,7 @@ class JobWithoutQueueNameTest {
     };
     static final OwnerAncestry.Owner WRAPPER = new OwnerAncestry.Owner(
             new OwnerAncestry.Reference("workload.codeflare.dev/v1beta2", "AppWrapper", "aw", "u1"), "u1",
-            Map.of("kueue.x-k8s.io/queue-name", "team-a"), Optional.empty());
+            Map.of("kueue.x-k8s.io/queue-name", "team-a"), Map.of(), Optional.empty());
 
     @Test
     void aNewJobGoesToItsNamespacesDefaultLocalQueueWhereThereIsOne() {

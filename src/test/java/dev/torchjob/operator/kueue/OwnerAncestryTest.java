@@ -33,7 +33,7 @@ class OwnerAncestryTest {
 
         Owners with(Reference reference, String queue, Reference controller) {
             byName.put(reference.name(), new Owner(reference, reference.uid(), queue == null ? Map.of()
-                    : Map.of(KueueWorkload.QUEUE_LABEL, queue), Optional.ofNullable(controller)));
+                    : Map.of(KueueWorkload.QUEUE_LABEL, queue), Map.of(), Optional.ofNullable(controller)));
             return this;
         }
 
@@ -102,7 +102,7 @@ class OwnerAncestryTest {
     @Test
     void anOwnerOfAnotherUidStopsTheWalkAsInKueue() {
         Owners owners = new Owners();
-        owners.byName.put("aw", new Owner(WRAPPER, "another-uid", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Optional.empty()));
+        owners.byName.put("aw", new Owner(WRAPPER, "another-uid", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Map.of(), Optional.empty()));
         assertEquals(Optional.empty(), ancestor(WRAPPER, owners, DEFAULT, false));
     }
 
@@ -126,5 +126,21 @@ class OwnerAncestryTest {
         var e = assertThrows(KueueIntegrations.Invalid.class, () -> KueueIntegrations.parse(List.of("batch/job", "kubeflow.org/pytorchjobs")));
         assertTrue(e.getMessage().contains("names kubeflow.org/pytorchjobs, neither one of Kueue's frameworks")
                 && e.getMessage().contains("TORCHJOB_KUEUE_INTEGRATIONS"), e.getMessage());
+    }
+
+    @Test
+    void anAppWrapperLeavingItsGracePeriodsToItsDefaultsIsToldHowItMeetsAGroupRestart() {
+        String said = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
+                Map.of(AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty()))).queuedByOwnerMessage();
+        assertTrue(said.contains("AppWrapper aw resets the whole job") && said.contains(AppWrapperResets.ADMISSION_GRACE + " and "
+                + AppWrapperResets.WARMUP_GRACE + " 24h") && said.contains("restartPolicy Never"), said);
+
+        String set = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
+                Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty())))
+                .queuedByOwnerMessage();
+        assertFalse(set.contains("resets"), "both set: the user chose; " + set);
+        String jobSet = new OwnerAncestry(true, Optional.of(new Owner(JOBSET, "u-js", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Map.of(),
+                Optional.empty()))).queuedByOwnerMessage();
+        assertFalse(jobSet.contains("resets"), "another owner kind: " + jobSet);
     }
 }

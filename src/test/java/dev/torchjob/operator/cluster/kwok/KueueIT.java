@@ -775,6 +775,8 @@ class KueueIT extends OwnOperators {
             PyTorchJob job = cluster.pytorchJob("wrapped");
             assertEquals("AppWrapper", job.getMetadata().getOwnerReferences().get(0).getKind());
             cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw");
+            assertTrue(cluster.events().stream().filter(e -> "QueuedByOwner".equals(e.getReason())).noneMatch(e -> e.getMessage().contains("resets")),
+                    "its grace periods set as docs/kueue.md says: nothing to warn of");
             assertEquals(1, workloads(cluster.namespace).size(), "the AppWrapper's Workload alone: the quota is taken once");
             assertEquals(java.util.Optional.empty(), dev.torchjob.operator.kueue.KueueWorkload.queueOf(job), "not put in the default LocalQueue");
             for (Pod pod : cluster.pods()) {
@@ -844,7 +846,9 @@ class KueueIT extends OwnOperators {
             }
             cluster.awaitPodNames("aw-evicted-job-master-0", "aw-evicted-job-worker-0", "aw-job-master-0", "aw-job-worker-0");
             cluster.runAll();
+            // Its grace periods left to AppWrapper's defaults: the event says what a group restart may meet.
             cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw ");
+            cluster.awaitEvent("QueuedByOwner", "AppWrapper aw resets the whole job");
             assertEquals(2, workloads(cluster.namespace).size(), "the AppWrappers' Workloads alone");
 
             cluster.kubelet.exit("aw-job-worker-0", 0);
