@@ -366,10 +366,11 @@ class KueueIT extends OwnOperators {
     @Test
     @Order(6)
     void theKueueExamplesApplyAndAQueuedPyTorchJobShowsItsQueueInKubectlAndRuns() throws Exception {
-        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
+        try (OperatorProcess operator = install.newOperator(Map.of(), true);
+                AppWrapperController appWrappers = kueue().startAppWrapperController()) {
             OperatorHarness cluster = install.harness("kf-kueue");
             Kubectl kubectl = install.cluster.kubectl();
-            for (String example : List.of("01-queues.yaml", "02-pytorchtrainingjob.yaml", "03-pytorchjob.yaml")) {
+            for (String example : List.of("01-queues.yaml", "02-pytorchtrainingjob.yaml", "03-pytorchjob.yaml", "04-appwrapper.yaml")) {
                 Kubectl.Result applied = kubectl.run("apply", "--server-side", "--validate=strict", "-n", cluster.namespace, "-f",
                         "kubernetes/examples/kueue/" + example);
                 assertEquals(0, applied.exitCode(), example + ": " + applied.err());
@@ -384,6 +385,14 @@ class KueueIT extends OwnOperators {
             await().atMost(WAIT).until(() -> names(cluster, "queued-pytorchjob-").size() == 3);
             cluster.runAll();
             cluster.awaitState("queued-pytorchjob", "Running");
+            // The AppWrapper's job, made by AppWrapper's controller once Kueue admitted it, runs through that admission;
+            // its grace periods set, its event has nothing to warn of.
+            await().atMost(WAIT).until(() -> names(cluster, "wrapped-pytorchjob-").size() == 2);
+            cluster.runAll();
+            cluster.awaitState("wrapped-pytorchjob", "Running");
+            cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper wrapped-pytorchjob");
+            assertTrue(cluster.events().stream().filter(e -> "QueuedByOwner".equals(e.getReason())).noneMatch(e -> e.getMessage().contains("resets")));
+            appWrappersGone(cluster);
             admin.namespaces().withName(cluster.namespace).delete();
         }
     }
