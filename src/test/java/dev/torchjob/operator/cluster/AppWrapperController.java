@@ -14,7 +14,6 @@ import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
-import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
@@ -84,12 +83,7 @@ public final class AppWrapperController implements AutoCloseable {
     }
 
     private void run(Path binary) throws IOException {
-        KubernetesClient admin = cluster.admin();
-        String token = admin.serviceAccounts().inNamespace(NAMESPACE).withName(SERVICE_ACCOUNT)
-                .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
-                .getStatus().getToken();
-        Path kubeconfig = work.resolve("appwrapper.kubeconfig");
-        ControlPlane.writeKubeconfig(kubeconfig, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
+        Path kubeconfig = cluster.serviceAccountKubeconfig(work.resolve("appwrapper.kubeconfig"), NAMESPACE, SERVICE_ACCOUNT);
         cluster.start(PROCESS, List.of("env", "NAMESPACE=" + NAMESPACE, binary.toString(), "--kubeconfig=" + kubeconfig));
         // Its readiness asks for the webhook server, which is off: its liveness says the manager runs.
         cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/healthz"));

@@ -506,6 +506,12 @@ public final class ControlPlane {
         throw new IOException("the kubeconfig " + adminKubeconfig + " names no certificate authority for its cluster");
     }
 
+    /** Writes a kubeconfig for this API server with a ServiceAccount's bound token: a controller with its install's rights alone. */
+    Path serviceAccountKubeconfig(Path file, String namespace, String serviceAccount) throws IOException {
+        writeKubeconfig(file, admin().getConfiguration().getMasterUrl(), certificateAuthority(), OperatorInstall.token(this, namespace, serviceAccount));
+        return file;
+    }
+
     public static void writeKubeconfig(Path file, String server, byte[] caPem, String token) throws IOException {
         String ca = Base64.getEncoder().encodeToString(caPem);
         Files.writeString(file, """

@@ -21,7 +21,6 @@ import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookC
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
-import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
@@ -213,12 +212,7 @@ public final class KueueInstall implements AutoCloseable {
     }
 
     private void run() throws IOException {
-        KubernetesClient admin = cluster.admin();
-        String token = admin.serviceAccounts().inNamespace(NAMESPACE).withName(SERVICE_ACCOUNT)
-                .tokenRequest(new TokenRequestBuilder().withNewSpec().withExpirationSeconds(24 * 3600L).endSpec().build())
-                .getStatus().getToken();
-        Path kubeconfig = work.resolve("kueue.kubeconfig");
-        ControlPlane.writeKubeconfig(kubeconfig, admin.getConfiguration().getMasterUrl(), cluster.certificateAuthority(), token);
+        Path kubeconfig = cluster.serviceAccountKubeconfig(work.resolve("kueue.kubeconfig"), NAMESPACE, SERVICE_ACCOUNT);
         cluster.start(PROCESS, List.of(binary.toString(), "--config=" + work.resolve("config.yaml"), "--kubeconfig=" + kubeconfig));
         // Ready once its certificates are in place and its webhook server answers.
         cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/readyz"));
