@@ -1,14 +1,17 @@
 package dev.torchjob.operator.kueue;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
 /**
- * What an AppWrapper's own fault tolerance means for the job it wraps, which the operator restarts as a group.
- * AppWrapper (v1) counts the pods it labelled once a minute and resets the whole job (deletes it, makes it anew
- * after a pause: its restarts and budget start over) when fewer run than it expects past its admission and
- * warm-up grace periods, counted from when it made the job; a group restart always shows it such a moment, since
- * a rank's new pod comes only once its old one is gone. The grace periods are the AppWrapper's annotations. Pure.
+ * What an AppWrapper's own fault tolerance means for the job it wraps. AppWrapper (v1) judges the job by counting
+ * the pods it labelled, once a minute: it resets the whole job (deletes it, makes it anew after a pause: its
+ * restarts and budget start over) when fewer run than it expects past its admission and warm-up grace periods,
+ * counted from when it made the job, and a group restart always shows it such a moment, since a rank's new pod
+ * comes only once its old one is gone; and it calls the job done only when every pod it expects has succeeded, so
+ * pods deleted at the end make it run a finished job again. The grace periods are the AppWrapper's annotations.
+ * Pure.
  */
 public final class AppWrapperResets {
     static final String GROUP = "workload.codeflare.dev";
@@ -20,19 +23,30 @@ public final class AppWrapperResets {
     }
 
     /**
-     * What the QueuedByOwner event adds when the owner is an AppWrapper that leaves either grace period to
-     * AppWrapper's defaults (1 and 5 minutes); nothing for any other owner, or one whose user set both.
+     * What the QueuedByOwner event adds when the owner is an AppWrapper: that it may reset the job during a group
+     * restart, when it leaves either grace period to AppWrapper's defaults (1 and 5 minutes); and that it may run
+     * a finished job again, when the job's clean-up deletes pods it counts. Nothing for any other owner.
+     *
+     * @param podsCleanedUp the job's clean-up in its API's words, when it deletes pods once the job ends
      */
-    static Optional<String> hint(OwnerAncestry.Owner owner) {
+    static List<String> cautions(OwnerAncestry.Owner owner, Optional<String> podsCleanedUp) {
         OwnerAncestry.Reference reference = owner.reference();
-        if (!KIND.equals(reference.kind()) || !reference.apiVersion().startsWith(GROUP + "/")
-                || List.of(ADMISSION_GRACE, WARMUP_GRACE).stream().allMatch(owner.annotations()::containsKey)) {
-            return Optional.empty();
+        if (!KIND.equals(reference.kind()) || !reference.apiVersion().startsWith(GROUP + "/")) {
+            return List.of();
         }
-        return Optional.of("AppWrapper " + reference.name() + " resets the whole job (deletes it and makes it anew, its restarts "
-                + "lost) if it counts fewer running pods than it expects once its grace periods are over, as it may during a "
-                + "group restart: annotate it " + ADMISSION_GRACE + " and " + WARMUP_GRACE + " 24h to keep the operator's "
-                + "restarts, or give the replicas restartPolicy Never to leave restarts to AppWrapper (docs/kueue.md, "
-                + "\"A job in an AppWrapper\")");
+        List<String> cautions = new ArrayList<>();
+        if (!owner.annotations().containsKey(ADMISSION_GRACE) || !owner.annotations().containsKey(WARMUP_GRACE)) {
+            cautions.add("AppWrapper " + reference.name() + " resets the whole job (deletes it and makes it anew, its restarts "
+                    + "lost) if it counts fewer running pods than it expects once its grace periods are over, as it may during a "
+                    + "group restart: annotate it " + ADMISSION_GRACE + " and " + WARMUP_GRACE + " 24h to keep the operator's "
+                    + "restarts, or give the replicas restartPolicy Never to leave restarts to AppWrapper");
+        }
+        podsCleanedUp.ifPresent(cleanUp -> cautions.add("AppWrapper " + reference.name() + " calls the job done only once every pod "
+                + "it expects has Succeeded, and " + cleanUp + " deletes pods it would count once the job succeeds (a rank still "
+                + "running then): AppWrapper would run the job again once its grace period is over; keep the pods (None)"));
+        if (!cautions.isEmpty()) {
+            cautions.add("see docs/kueue.md, \"A job in an AppWrapper\"");
+        }
+        return cautions;
     }
 }

@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * Whether Kueue queues a job through one of its owners, as Kueue decides it for its own jobs: the
@@ -81,11 +82,16 @@ public record OwnerAncestry(boolean ownerKindManaged, Optional<Owner> ancestor) 
     /** The event said, once, of a job Kueue queues through its owner. */
     public static final String QUEUED_BY_OWNER = "QueuedByOwner";
 
-    /** What that event says. */
-    public String queuedByOwnerMessage() {
+    /**
+     * What that event says.
+     *
+     * @param podsCleanedUp the job's clean-up in its API's words, when it deletes pods once the job ends
+     */
+    public String queuedByOwnerMessage(Optional<String> podsCleanedUp) {
         Owner owner = ancestor.orElseThrow();
         return "Kueue queues this job through its owner " + owner.reference() + " (" + owner.reference().apiVersion()
                 + "): the job has no Workload of its own, its owner's admission covers it, and its own "
-                + KueueWorkload.QUEUE_LABEL + " label, if any, is not used" + AppWrapperResets.hint(owner).map(h -> ". " + h).orElse("");
+                + KueueWorkload.QUEUE_LABEL + " label, if any, is not used"
+                + AppWrapperResets.cautions(owner, podsCleanedUp).stream().map(c -> ". " + c).collect(Collectors.joining());
     }
 }

@@ -108,6 +108,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     /** What the job asks its queue for (one podSet per replica group); empty when it cannot run. */
     protected abstract List<KueueWorkload.PodSet> podSets(J job);
 
+    /** The job's clean-up, in its API's words, when it deletes pods once the job ends; empty when it keeps them. */
+    protected abstract Optional<String> podsCleanedUp(J job);
+
     /** How this kind's Workloads are labelled and found. */
     protected abstract KueueWorkloads.Labels workloadLabels(J job);
 
@@ -205,7 +208,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                 // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
                 return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_LABEL);
             }
-            boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context);
+            boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context, podsCleanedUp(job));
             podSets = mayBeQueued ? podSets(job) : List.of();
             queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context)
                     // Held; but a job that has a Workload (its label just removed) first leaves that queue.

@@ -151,7 +151,7 @@ public class KueueWorkloads {
      * queue where Kueue manages no job runs without one, as Kueue's own jobs there; said once. So does a
      * job Kueue queues through an owner it manages (an AppWrapper's): its owner's Workload covers it.
      */
-    public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context) {
+    public <J extends HasMetadata> boolean mayBeQueued(J job, Context<J> context, Optional<String> podsCleanedUp) {
         String uid = job.getMetadata().getUid();
         if (foreign.contains(uid)) {
             told.remove(uid);
@@ -165,7 +165,7 @@ public class KueueWorkloads {
             OwnerAncestry ancestry = owners.of(job);
             if (ancestry.ancestor().isPresent()) {
                 // Its owner's Workload covers it: a second one would take the quota twice.
-                tell(job, Optional.of(Plan.JobEvent.normal(OwnerAncestry.QUEUED_BY_OWNER, ancestry.queuedByOwnerMessage())));
+                tell(job, Optional.of(Plan.JobEvent.normal(OwnerAncestry.QUEUED_BY_OWNER, ancestry.queuedByOwnerMessage(podsCleanedUp))));
                 return false;
             }
         }
@@ -182,9 +182,10 @@ public class KueueWorkloads {
         return false;
     }
 
+    /** The job's queue, once {@link #mayBeQueued} said it may be queued. */
     public <J extends HasMetadata> Observed observe(J job, List<KueueWorkload.PodSet> podSets, Labels labels, Context<J> context) {
         Optional<String> label = KueueWorkload.queueOf(job);
-        if (!mayBeQueued(job, context) || label.isEmpty() && (!enabled || !discovery().installed())) {
+        if (label.isEmpty() && (!enabled || !discovery().installed())) {
             return Observed.NOT_QUEUED;
         }
         if (!enabled) {

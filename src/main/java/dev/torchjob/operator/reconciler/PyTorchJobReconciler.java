@@ -9,6 +9,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
+import dev.torchjob.operator.api.kubeflow.CleanPodPolicy;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJobStatus;
 import dev.torchjob.operator.engine.Plan;
@@ -79,6 +80,12 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     @Override
     protected List<KueueWorkload.PodSet> podSets(PyTorchJob job) {
         return KubeflowPlanner.podSets(job);
+    }
+
+    @Override
+    protected Optional<String> podsCleanedUp(PyTorchJob job) {
+        var policy = job.getSpec() == null || job.getSpec().runPolicy == null ? null : job.getSpec().runPolicy.cleanPodPolicy;
+        return policy == null || policy == CleanPodPolicy.None ? Optional.empty() : Optional.of("runPolicy.cleanPodPolicy " + policy);
     }
 
     @Override

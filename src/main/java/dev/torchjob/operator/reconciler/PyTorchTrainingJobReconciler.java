@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 import jakarta.inject.Inject;
 
+import dev.torchjob.operator.api.CleanUpPolicy;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.engine.Observation;
@@ -72,6 +73,12 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     @Override
     protected List<KueueWorkload.PodSet> podSets(PyTorchTrainingJob job) {
         return T9kPlanner.podSets(job);
+    }
+
+    @Override
+    protected Optional<String> podsCleanedUp(PyTorchTrainingJob job) {
+        var policy = job.getSpec() == null || job.getSpec().runPolicy == null ? null : job.getSpec().runPolicy.cleanUpPolicy;
+        return policy == null || policy == CleanUpPolicy.None ? Optional.empty() : Optional.of("runPolicy.cleanUpPolicy " + policy);
     }
 
     @Override

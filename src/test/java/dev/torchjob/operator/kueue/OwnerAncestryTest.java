@@ -55,8 +55,8 @@ class OwnerAncestryTest {
         OwnerAncestry ancestry = OwnerAncestry.of(Optional.of(WRAPPER), owners, DEFAULT, false);
         assertTrue(ancestry.ownerKindManaged());
         assertEquals(Optional.of("AppWrapper"), ancestry.ancestor().map(o -> o.reference().kind()));
-        assertTrue(ancestry.queuedByOwnerMessage().contains("through its owner AppWrapper aw (workload.codeflare.dev/v1beta2)"),
-                ancestry.queuedByOwnerMessage());
+        assertTrue(ancestry.queuedByOwnerMessage(Optional.empty()).contains("through its owner AppWrapper aw (workload.codeflare.dev/v1beta2)"),
+                ancestry.queuedByOwnerMessage(Optional.empty()));
     }
 
     @Test
@@ -131,16 +131,29 @@ class OwnerAncestryTest {
     @Test
     void anAppWrapperLeavingItsGracePeriodsToItsDefaultsIsToldHowItMeetsAGroupRestart() {
         String said = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
-                Map.of(AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty()))).queuedByOwnerMessage();
+                Map.of(AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty()))).queuedByOwnerMessage(Optional.empty());
         assertTrue(said.contains("AppWrapper aw resets the whole job") && said.contains(AppWrapperResets.ADMISSION_GRACE + " and "
                 + AppWrapperResets.WARMUP_GRACE + " 24h") && said.contains("restartPolicy Never"), said);
 
         String set = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
                 Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty())))
-                .queuedByOwnerMessage();
+                .queuedByOwnerMessage(Optional.empty());
         assertFalse(set.contains("resets"), "both set: the user chose; " + set);
         String jobSet = new OwnerAncestry(true, Optional.of(new Owner(JOBSET, "u-js", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Map.of(),
-                Optional.empty()))).queuedByOwnerMessage();
+                Optional.empty()))).queuedByOwnerMessage(Optional.empty());
         assertFalse(jobSet.contains("resets"), "another owner kind: " + jobSet);
+    }
+
+    @Test
+    void anAppWrappersJobWhoseCleanUpDeletesPodsItCountsIsToldItWouldRunAgain() {
+        OwnerAncestry ancestry = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
+                Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty())));
+        String said = ancestry.queuedByOwnerMessage(Optional.of("runPolicy.cleanPodPolicy Running"));
+        assertTrue(said.contains("runPolicy.cleanPodPolicy Running deletes pods it would count") && said.contains("run the job again")
+                && said.contains("keep the pods (None)") && said.endsWith("see docs/kueue.md, \"A job in an AppWrapper\""), said);
+        assertFalse(said.contains("resets the whole job"), "its grace periods are set: " + said);
+        String jobSet = new OwnerAncestry(true, Optional.of(new Owner(JOBSET, "u-js", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Map.of(),
+                Optional.empty()))).queuedByOwnerMessage(Optional.of("runPolicy.cleanPodPolicy All"));
+        assertFalse(jobSet.contains("AppWrapper"), "another owner kind counts no pods: " + jobSet);
     }
 }

@@ -850,7 +850,9 @@ class KueueIT extends OwnOperators {
                             - {path: "template.spec.replicaSpecs[1].template", replicas: 1}
                             template:
                         %s
-                        """.formatted(name, cluster.namespace, t9kJobLabelled(name + "-job", "{}", 1, "100m").indent(8)),
+                        """.formatted(name, cluster.namespace, t9kJobLabelled(name + "-job", "{}", 1, "100m")
+                        .replace("spec:\n  replicaSpecs:", "spec:\n  runPolicy: {cleanUpPolicy: " + (name.equals("aw") ? "None" : "Unfinished")
+                                + "}\n  replicaSpecs:").indent(8)),
                         "apply", "--server-side", "-f", "-").orFail();
             }
             cluster.awaitPodNames("aw-evicted-job-master-0", "aw-evicted-job-worker-0", "aw-job-master-0", "aw-job-worker-0");
@@ -858,6 +860,10 @@ class KueueIT extends OwnOperators {
             // Its grace periods left to AppWrapper's defaults: the event says what a group restart may meet.
             cluster.awaitEvent("QueuedByOwner", "through its owner AppWrapper aw ");
             cluster.awaitEvent("QueuedByOwner", "AppWrapper aw resets the whole job");
+            // A clean-up that deletes pods AppWrapper counts to call the job done: said too.
+            cluster.awaitEvent("QueuedByOwner", "runPolicy.cleanUpPolicy Unfinished deletes pods it would count");
+            assertTrue(cluster.events().stream().filter(e -> "aw-job".equals(e.getInvolvedObject().getName()))
+                    .noneMatch(e -> e.getMessage().contains("cleanUpPolicy")), "cleanUpPolicy None keeps the pods AppWrapper counts");
             assertEquals(2, workloads(cluster.namespace).size(), "the AppWrappers' Workloads alone");
 
             cluster.kubelet.exit("aw-job-worker-0", 0);
