@@ -9,7 +9,8 @@ import java.util.Optional;
  * the pods it labelled, once a minute: it resets the whole job (deletes it, makes it anew after a pause: its
  * restarts and budget start over) when fewer run than it expects past its admission and warm-up grace periods,
  * counted from when it made the job, and a group restart always shows it such a moment, since a rank's new pod
- * comes only once its old one is gone; and it calls the job done only when every pod it expects has succeeded, so
+ * comes only once its old one is gone; it resets it too when a pod has failed for longer than its failure grace
+ * period, as during a restart's back-off (it grows to minutes for faults in a row); and it calls the job done only when every pod it expects has succeeded, so
  * pods deleted at the end make it run a finished job again. The grace periods are the AppWrapper's annotations.
  * Pure.
  */
@@ -18,13 +19,15 @@ public final class AppWrapperResets {
     static final String KIND = "AppWrapper";
     static final String ADMISSION_GRACE = "workload.codeflare.dev.appwrapper/admissionGracePeriodDuration";
     static final String WARMUP_GRACE = "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration";
+    static final String FAILURE_GRACE = "workload.codeflare.dev.appwrapper/failureGracePeriodDuration";
 
     private AppWrapperResets() {
     }
 
     /**
      * What the QueuedByOwner event adds when the owner is an AppWrapper: that it may reset the job during a group
-     * restart, when it leaves either grace period to AppWrapper's defaults (1 and 5 minutes); and that it may run
+     * restart, when it leaves any of its grace periods to AppWrapper's defaults (admission 1, warm-up 5, failure 1
+     * minute); and that it may run
      * a finished job again, when the job's clean-up deletes pods it counts. Nothing for any other owner.
      *
      * @param podsCleanedUp the job's clean-up in its API's words, when it deletes pods once the job ends
@@ -35,10 +38,12 @@ public final class AppWrapperResets {
             return List.of();
         }
         List<String> cautions = new ArrayList<>();
-        if (!owner.annotations().containsKey(ADMISSION_GRACE) || !owner.annotations().containsKey(WARMUP_GRACE)) {
+        if (!List.of(ADMISSION_GRACE, WARMUP_GRACE, FAILURE_GRACE).stream().allMatch(owner.annotations()::containsKey)) {
             cautions.add("AppWrapper " + reference.name() + " resets the whole job (deletes it and makes it anew, its restarts "
                     + "lost) if it counts fewer running pods than it expects once its grace periods are over, as it may during a "
-                    + "group restart: annotate it " + ADMISSION_GRACE + " and " + WARMUP_GRACE + " 24h to keep the operator's "
+                    + "group restart, or a failed pod for longer than its failure grace period, as during a restart's back-off: "
+                    + "annotate it " + ADMISSION_GRACE + " and " + WARMUP_GRACE + " 24h and " + FAILURE_GRACE + " longer than "
+                    + "the operator's back-off grows (torchjob.restart-backoff.max, 5m by default), 10m, to keep the operator's "
                     + "restarts, or give the replicas restartPolicy Never to leave restarts to AppWrapper");
         }
         podsCleanedUp.ifPresent(cleanUp -> cautions.add("AppWrapper " + reference.name() + " calls the job done only once every pod "

@@ -25,6 +25,9 @@ class OwnerAncestryTest {
     static final KueueIntegrations DEFAULT = KueueIntegrations.parse(List.of(KueueIntegrations.KUEUE_DEFAULT.split(",")));
     static final Reference WRAPPER = new Reference("workload.codeflare.dev/v1beta2", "AppWrapper", "aw", "u-aw");
     static final Reference JOBSET = new Reference("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "u-js");
+    /** An AppWrapper's grace periods as docs/kueue.md gives them. */
+    static final Map<String, String> ALL_GRACE = Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h",
+            AppWrapperResets.FAILURE_GRACE, "10m");
 
     /** The owners in the cluster, by name; each read counted. */
     static final class Owners implements Function<Reference, Optional<Owner>> {
@@ -133,12 +136,16 @@ class OwnerAncestryTest {
         String said = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
                 Map.of(AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty()))).queuedByOwnerMessage(Optional.empty());
         assertTrue(said.contains("AppWrapper aw resets the whole job") && said.contains(AppWrapperResets.ADMISSION_GRACE + " and "
-                + AppWrapperResets.WARMUP_GRACE + " 24h") && said.contains("restartPolicy Never"), said);
-
-        String set = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
+                + AppWrapperResets.WARMUP_GRACE + " 24h and " + AppWrapperResets.FAILURE_GRACE + " longer than the operator's back-off")
+                && said.contains("restartPolicy Never"), said);
+        String twoSet = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
                 Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty())))
                 .queuedByOwnerMessage(Optional.empty());
-        assertFalse(set.contains("resets"), "both set: the user chose; " + set);
+        assertTrue(twoSet.contains("resets the whole job"), "the failure grace period left at 1 minute: a back-off outlasts it; " + twoSet);
+
+        String set = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
+                ALL_GRACE, Optional.empty()))).queuedByOwnerMessage(Optional.empty());
+        assertFalse(set.contains("resets"), "all set: the user chose; " + set);
         String jobSet = new OwnerAncestry(true, Optional.of(new Owner(JOBSET, "u-js", Map.of(KueueWorkload.QUEUE_LABEL, "q"), Map.of(),
                 Optional.empty()))).queuedByOwnerMessage(Optional.empty());
         assertFalse(jobSet.contains("resets"), "another owner kind: " + jobSet);
@@ -147,7 +154,7 @@ class OwnerAncestryTest {
     @Test
     void anAppWrappersJobWhoseCleanUpDeletesPodsItCountsIsToldItWouldRunAgain() {
         OwnerAncestry ancestry = new OwnerAncestry(true, Optional.of(new Owner(WRAPPER, "u-aw", Map.of(KueueWorkload.QUEUE_LABEL, "q"),
-                Map.of(AppWrapperResets.ADMISSION_GRACE, "24h", AppWrapperResets.WARMUP_GRACE, "24h"), Optional.empty())));
+                ALL_GRACE, Optional.empty())));
         String said = ancestry.queuedByOwnerMessage(Optional.of("runPolicy.cleanPodPolicy Running"));
         assertTrue(said.contains("runPolicy.cleanPodPolicy Running deletes pods it would count") && said.contains("run the job again")
                 && said.contains("keep the pods (None)") && said.endsWith("see docs/kueue.md, \"A job in an AppWrapper\""), said);

@@ -769,7 +769,8 @@ class KueueIT extends OwnOperators {
                       namespace: %s
                       labels: {kueue.x-k8s.io/queue-name: user-queue}
                       annotations: {workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h,
-                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h}
+                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h,
+                        workload.codeflare.dev.appwrapper/failureGracePeriodDuration: 10m}
                     spec:
                       components:
                       - podSets:
