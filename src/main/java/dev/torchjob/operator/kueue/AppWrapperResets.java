@@ -6,13 +6,13 @@ import java.util.Optional;
 
 /**
  * What an AppWrapper's own fault tolerance means for the job it wraps. AppWrapper (v1) judges the job by counting
- * the pods it labelled, once a minute: it resets the whole job (deletes it, makes it anew after a pause: its
+ * the pods it labelled, once a minute, and resets the whole job (deletes it, makes it anew after a pause: its
  * restarts and budget start over) when fewer run than it expects past its admission and warm-up grace periods,
- * counted from when it made the job, and a group restart always shows it such a moment, since a rank's new pod
- * comes only once its old one is gone; it resets it too when a pod has failed for longer than its failure grace
- * period, as during a restart's back-off (it grows to minutes for faults in a row); and it calls the job done only when every pod it expects has succeeded, so
- * pods deleted at the end make it run a finished job again. The grace periods are the AppWrapper's annotations.
- * Pure.
+ * counted from when it made the job (a group restart always shows it such a moment, since a rank's new pod comes
+ * only once its old one is gone), or when a pod has failed for longer than its failure grace period (as during a
+ * restart's back-off, which grows to minutes for faults in a row). It calls the job done only when every pod it
+ * expects has succeeded, so pods deleted at the end make it run a finished job again. The grace periods are the
+ * AppWrapper's annotations. Pure.
  */
 public final class AppWrapperResets {
     static final String GROUP = "workload.codeflare.dev";
@@ -25,10 +25,10 @@ public final class AppWrapperResets {
     }
 
     /**
-     * What the QueuedByOwner event adds when the owner is an AppWrapper: that it may reset the job during a group
-     * restart, when it leaves any of its grace periods to AppWrapper's defaults (admission 1, warm-up 5, failure 1
-     * minute); and that it may run
-     * a finished job again, when the job's clean-up deletes pods it counts. Nothing for any other owner.
+     * What the QueuedByOwner event adds when the owner is an AppWrapper: that it may reset the job around a restart,
+     * when it leaves any of these grace periods to AppWrapper's defaults (admission 1, warm-up 5, failure 1 minute);
+     * and that it may run a finished job again, when the job's clean-up deletes pods it counts. Nothing for any other
+     * owner.
      *
      * @param podsCleanedUp the job's clean-up in its API's words, when it deletes pods once the job ends
      */
