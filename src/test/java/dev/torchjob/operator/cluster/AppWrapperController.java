@@ -1,20 +1,26 @@
 package dev.torchjob.operator.cluster;
 
+import static org.awaitility.Awaitility.await;
+
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
 /**
@@ -28,6 +34,8 @@ public final class AppWrapperController implements AutoCloseable {
     static final String NAMESPACE = "appwrapper-system";
     static final String SERVICE_ACCOUNT = "appwrapper-controller-manager";
     private static final String PROCESS = "appwrapper";
+    public static final String API_VERSION = "workload.codeflare.dev/v1beta2";
+    public static final String KIND = "AppWrapper";
 
     private final ControlPlane cluster;
     private final Path work;
@@ -87,6 +95,37 @@ public final class AppWrapperController implements AutoCloseable {
         cluster.start(PROCESS, List.of("env", "NAMESPACE=" + NAMESPACE, binary.toString(), "--kubeconfig=" + kubeconfig));
         // Its readiness asks for the webhook server, which is off: its liveness says the manager runs.
         cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/healthz"));
+    }
+
+    /** The status of the AppWrapper {@code name} (empty while it has none, or is gone). */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> status(KubernetesClient client, String namespace, String name) {
+        GenericKubernetesResource aw = client.genericKubernetesResources(API_VERSION, KIND).inNamespace(namespace).withName(name).get();
+        return aw == null || aw.getAdditionalProperties().get("status") == null ? Map.of()
+                : (Map<String, Object>) aw.getAdditionalProperties().get("status");
+    }
+
+    /** The AppWrapper's condition of that type (empty while it has none). */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> condition(KubernetesClient client, String namespace, String name, String type) {
+        return ((List<Map<String, Object>>) status(client, namespace, name).getOrDefault("conditions", List.of())).stream()
+                .filter(c -> type.equals(c.get("type"))).findFirst().orElse(Map.of());
+    }
+
+    /**
+     * Makes the controller look at the AppWrapper now (it looks once a minute by itself): a merge patch of an
+     * annotation, which has no resourceVersion to conflict with the controller's own writes.
+     */
+    public static void lookNow(KubernetesClient client, String namespace, String name) {
+        client.genericKubernetesResources(API_VERSION, KIND).inNamespace(namespace).withName(name)
+                .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"metadata\":{\"annotations\":{\"test.torchjob.dev/look\":\"" + System.nanoTime() + "\"}}}");
+    }
+
+    /** Deletes the namespace's AppWrappers and waits until the controller has let them go (its finalizer). */
+    public static void deleteAll(KubernetesClient client, String namespace) {
+        var appWrappers = client.genericKubernetesResources(API_VERSION, KIND).inNamespace(namespace);
+        appWrappers.delete();
+        await().atMost(Duration.ofSeconds(90)).until(() -> appWrappers.list().getItems().isEmpty());
     }
 
     /** Stops the controller; its objects and what it made stay. */

@@ -106,7 +106,12 @@ public final class RealNodeJobs {
     }
 
     public static void submitT9k(String ns, String name, String runPolicy, String replicaSpecs) {
-        String manifest = """
+        kubectl().runWithInput(t9kJob(name, runPolicy, replicaSpecs), "apply", "-n", ns, "-f", "-").orFail();
+    }
+
+    /** A PyTorchTrainingJob: {@code runPolicy} the inside of its flow map, {@code replicaSpecs} its groups ({@link #replica}). */
+    public static String t9kJob(String name, String runPolicy, String replicaSpecs) {
+        return """
                 apiVersion: batch.tensorstack.dev/v1beta1
                 kind: PyTorchTrainingJob
                 metadata: {name: %s}
@@ -114,7 +119,17 @@ public final class RealNodeJobs {
                   runPolicy: {%s}
                   replicaSpecs:
                 %s""".formatted(name, runPolicy, replicaSpecs.indent(2));
-        kubectl().runWithInput(manifest, "apply", "-n", ns, "-f", "-").orFail();
+    }
+
+    /** Kueue's ResourceFlavor of the real node (its node label), applied; returns its name. */
+    public static String realNodeFlavor() {
+        kubectl().runWithInput("""
+                apiVersion: kueue.x-k8s.io/v1beta2
+                kind: ResourceFlavor
+                metadata: {name: real-node}
+                spec: {nodeLabels: {test.torchjob.dev/real-node: "true"}}
+                """, "apply", "--server-side", "-f", "-").orFail();
+        return "real-node";
     }
 
     public static PyTorchTrainingJob t9k(String ns, String name) {

@@ -801,10 +801,7 @@ class KueueIT extends OwnOperators {
             cluster.kubelet.oomKill("wrapped-worker-0");
             Set<String> looked = new java.util.HashSet<>();
             await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
-                // A merge patch: no resourceVersion to conflict with AppWrapper's own writes.
-                admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper").inNamespace(cluster.namespace).withName("aw")
-                        .patch(io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
-                                "{\"metadata\":{\"annotations\":{\"test.torchjob.dev/look\":\"" + System.nanoTime() + "\"}}}");
+                AppWrapperController.lookNow(admin, cluster.namespace, "aw");
                 looked.add(String.valueOf(appWrapperCondition(cluster, "Unhealthy").get("reason")));
                 Set<String> now = uids(cluster, "wrapped-");
                 return now.size() == 2 && java.util.Collections.disjoint(before, now) && cluster.pods().stream()
@@ -886,26 +883,17 @@ class KueueIT extends OwnOperators {
         }
     }
 
-    /** Deletes the namespace's AppWrappers and waits until AppWrapper's controller has let them go (its finalizer). */
     static void appWrappersGone(OperatorHarness cluster) {
-        var appWrappers = admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper").inNamespace(cluster.namespace);
-        appWrappers.delete();
-        await().atMost(WAIT).until(() -> appWrappers.list().getItems().isEmpty());
+        AppWrapperController.deleteAll(admin, cluster.namespace);
     }
 
     /** The AppWrapper "aw"'s status. */
-    @SuppressWarnings("unchecked")
     static Map<String, Object> appWrapper(OperatorHarness cluster) {
-        GenericKubernetesResource aw = admin.genericKubernetesResources("workload.codeflare.dev/v1beta2", "AppWrapper")
-                .inNamespace(cluster.namespace).withName("aw").get();
-        return aw == null || aw.getAdditionalProperties().get("status") == null ? Map.of()
-                : (Map<String, Object>) aw.getAdditionalProperties().get("status");
+        return AppWrapperController.status(admin, cluster.namespace, "aw");
     }
 
-    @SuppressWarnings("unchecked")
     static Map<String, Object> appWrapperCondition(OperatorHarness cluster, String type) {
-        return ((List<Map<String, Object>>) appWrapper(cluster).getOrDefault("conditions", List.of())).stream()
-                .filter(c -> type.equals(c.get("type"))).findFirst().orElse(Map.of());
+        return AppWrapperController.condition(admin, cluster.namespace, "aw", type);
     }
 
     /**

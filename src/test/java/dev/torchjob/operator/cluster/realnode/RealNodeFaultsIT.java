@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 
@@ -28,10 +29,14 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
+import dev.torchjob.operator.cluster.AppWrapperController;
+import dev.torchjob.operator.cluster.GangSchedulers;
 import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.KueueInstall;
 import dev.torchjob.operator.cluster.NodeContainer;
 import dev.torchjob.operator.cluster.OnTheRealNode;
 import dev.torchjob.operator.cluster.OperatorInstall;
+import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.RealNode;
 import dev.torchjob.operator.cluster.RealNodeJobs;
 import dev.torchjob.operator.engine.JobPhase;
@@ -449,6 +454,126 @@ class RealNodeFaultsIT {
         assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
         if (!fault.equals("oom")) {
             recordTimeToTrainAgain(ns, at, "kf-master-0", "kf-worker-0", "kf-worker-1");
+        }
+    }
+
+    /**
+     * A Kubeflow job (ExitCode: a master and two workers) under a real gang scheduler, worker-0 killed from the machine
+     * mid-training: one restart of the job; its PodGroup stays, and the new group, made once the old ranks are gone from
+     * the node, is handed to the scheduler again, placed whole and resumes from its checkpoint.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"volcano", GangSchedulers.COSCHEDULING})
+    void underAGangSchedulerARankKilledMidTrainingIsOneRestartAndTheNewGroupIsPlacedWhole(String scheduler) throws Exception {
+        boolean volcano = scheduler.equals("volcano");
+        install.stopSharedOperator();
+        try (GangSchedulers gang = volcano ? GangSchedulers.volcano(install.cluster) : GangSchedulers.coscheduling(install.cluster);
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", scheduler), true)) {
+            var podGroups = admin.genericKubernetesResources(volcano ? GangSchedulers.VOLCANO_POD_GROUPS : GangSchedulers.PLUGINS_POD_GROUPS);
+            String ns = install.namespace("gang");
+            Path state = RealNode.STATE.resolve("markers").resolve(ns);
+            kubectl.runWithInput(kubeflowJob("ExitCode", state, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}", "{}"),
+                    "apply", "-n", ns, "-f", "-").orFail();
+            awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+            String podGroup = podGroups.inNamespace(ns).withName("kf").get().getMetadata().getUid();
+            Set<String> before = podUids(ns);
+            Instant fault = killFromTheMachine(ns, "kf-worker-0");
+            // The new group, placed whole by the scheduler, under the same PodGroup (which goes with the job's end).
+            List<Pod> group = await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> admin.pods().inNamespace(ns).list().getItems(),
+                    pods -> pods.size() == 3 && pods.stream().allMatch(p -> !before.contains(p.getMetadata().getUid())
+                            && "Running".equals(p.getStatus().getPhase())));
+            for (Pod pod : group) {
+                assertEquals(scheduler, pod.getSpec().getSchedulerName(), pod.getMetadata().getName());
+                assertEquals(RealNode.NAME, pod.getSpec().getNodeName(), pod.getMetadata().getName());
+            }
+            assertEquals(podGroup, podGroups.inNamespace(ns).withName("kf").get().getMetadata().getUid(), "the same PodGroup");
+            PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                    .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
+                            j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+            assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
+            assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
+            List<String> restarting = events(ns, "JobRestarting");
+            assertEquals(1, restarting.size(), events(ns, null).toString());
+            assertTrue(restarting.get(0).startsWith("pod kf-worker-0 (container pytorch) exited with code 137 (Error)"), restarting.get(0));
+            assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
+            Instant last = fault;
+            for (Pod pod : group) {
+                Instant in = RealNodeJobs.loggedAt(ns, pod.getMetadata().getName(), "all-reduce check");
+                last = in.isAfter(last) ? in : last;
+            }
+            System.out.printf("real node, %s: a rank's fault mid-training -> every rank past init_process_group again: %d ms%n", scheduler,
+                    Duration.between(fault, last).toMillis());
+        } finally {
+            install.operator();
+        }
+    }
+
+    /**
+     * A T9k job in an AppWrapper on the real node, with the grace periods docs/kueue.md gives: Kueue admits the AppWrapper
+     * onto the node's flavor, AppWrapper's own controller makes the job; worker-0 killed from the machine mid-training is
+     * one restart by the operator (the same job: AppWrapper resets nothing), which resumes, and the AppWrapper succeeds
+     * with it. How long the AppWrapper had fewer running pods than it expects is printed: without those grace periods, a
+     * look of AppWrapper's (once a minute) in that time would reset the whole job.
+     */
+    @Test
+    void aRankKilledMidTrainingInAnAppWrapperIsOneRestartThatAppWrapperLeavesAlone() {
+        String ns = install.namespace("wrapped");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        try (KueueInstall kueue = KueueInstall.start(install.cluster); AppWrapperController appWrappers = kueue.startAppWrapperController()) {
+            kueue.queuesOn(ns, RealNodeJobs.realNodeFlavor(), "1");
+            String job = RealNodeJobs.t9kJob("w", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
+            kubectl.runWithInput("""
+                    apiVersion: workload.codeflare.dev/v1beta2
+                    kind: AppWrapper
+                    metadata:
+                      name: aw
+                      labels: {kueue.x-k8s.io/queue-name: user-queue}
+                      annotations: {workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h,
+                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h,
+                        workload.codeflare.dev.appwrapper/failureGracePeriodDuration: 10m}
+                    spec:
+                      components:
+                      - podSets:
+                        - {path: "template.spec.replicaSpecs[0].template", replicas: 1}
+                        - {path: "template.spec.replicaSpecs[1].template", replicas: 1}
+                        template:
+                    %s""".formatted(job.indent(8)), "apply", "-n", ns, "-f", "-").orFail();
+            awaitLogged(ns, "w-master-0", "epoch 3/" + EPOCHS);
+            String uid = RealNodeJobs.t9k(ns, "w").getMetadata().getUid();
+            await().atMost(Duration.ofSeconds(60)).until(() -> "Running".equals(AppWrapperController.status(admin, ns, "aw").get("phase")));
+            Set<String> before = podUids(ns);
+            Instant fault = killFromTheMachine(ns, "w-worker-0");
+            // AppWrapper's look, every 100 ms: fewer than both pods running is what it resets the job for past its grace
+            // periods, unless a pod has failed (then its failure grace period runs first). Both spans are measured.
+            Instant[] fewer = new Instant[1];
+            long[] unguardedMillis = new long[1];
+            Instant[] previous = new Instant[1];
+            await().atMost(TRAINING).pollInterval(Duration.ofMillis(100)).until(() -> {
+                List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
+                Instant now = Instant.now();
+                long running = pods.stream().filter(p -> "Running".equals(p.getStatus().getPhase())).count();
+                boolean failed = pods.stream().anyMatch(p -> "Failed".equals(p.getStatus().getPhase()));
+                if (running < 2 && fewer[0] == null) {
+                    fewer[0] = now;
+                }
+                if (running < 2 && !failed && previous[0] != null) {
+                    unguardedMillis[0] += Duration.between(previous[0], now).toMillis();
+                }
+                previous[0] = now;
+                return fewer[0] != null && running == 2 && pods.stream().noneMatch(p -> before.contains(p.getMetadata().getUid()));
+            });
+            Instant allRunning = Instant.now();
+            PyTorchTrainingJob done = awaitT9k(ns, "w", JobPhase.Succeeded);
+            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+            assertEquals(uid, done.getMetadata().getUid(), "the same job: AppWrapper never reset it");
+            assertOneRestartResumed(ns, "w", "pod w-worker-0 (container pytorch) exited with code 137 (Error)", before);
+            await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertEquals("Succeeded",
+                    AppWrapperController.status(admin, ns, "aw").get("phase"), AppWrapperController.status(admin, ns, "aw").toString()));
+            assertEquals(null, AppWrapperController.status(admin, ns, "aw").get("retries"), "AppWrapper counted no reset");
+            System.out.printf("real node, AppWrapper: a rank's fault mid-training -> fewer pods running than expected after %d ms, for %d ms,"
+                    + " of which %d ms with no failed pod%n", Duration.between(fault, fewer[0]).toMillis(),
+                    Duration.between(fewer[0], allRunning).toMillis(), unguardedMillis[0]);
+            AppWrapperController.deleteAll(admin, ns);
         }
     }
 }

@@ -424,13 +424,7 @@ class RealNodeIT {
     void aJobKueueAdmitsLandsOnTheRealNodeThroughItsFlavorsNodeLabels() {
         String ns = install.namespace("kueue-node");
         try (KueueInstall kueue = KueueInstall.start(install.cluster)) {
-            kubectl.runWithInput("""
-                    apiVersion: kueue.x-k8s.io/v1beta2
-                    kind: ResourceFlavor
-                    metadata: {name: real-node}
-                    spec: {nodeLabels: {test.torchjob.dev/real-node: "true"}}
-                    """, "apply", "--server-side", "-f", "-").orFail();
-            kueue.queuesOn(ns, "real-node", "1");
+            kueue.queuesOn(ns, RealNodeJobs.realNodeFlavor(), "1");
             String manifest = """
                     apiVersion: batch.tensorstack.dev/v1beta1
                     kind: PyTorchTrainingJob
