@@ -35,7 +35,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 
 /**
  * A real Kubernetes control plane on loopback for the real-cluster test tier: etcd, kube-apiserver,
- * kube-controller-manager (garbage collector, namespace, service-account and resource-quota controllers),
+ * kube-controller-manager (garbage collector, namespace, service-account, resource-quota and ClusterRole aggregation controllers),
  * kube-scheduler and kwok (nodes and pods, driven by our own Stage file), started once per test JVM
  * from the binaries {@code tools/control-plane/provision.sh} provisions, on random ports, and
  * stopped when the JVM exits.
@@ -216,7 +216,8 @@ public final class ControlPlane {
         startEtcdAndApiServer();
         start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
                 "--kubeconfig=" + adminKubeconfig,
-                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller",
+                "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller,"
+                        + "clusterrole-aggregation-controller",
                 "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
         start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
                 "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",

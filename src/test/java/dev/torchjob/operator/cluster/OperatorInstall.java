@@ -83,6 +83,27 @@ public final class OperatorInstall {
                 .getStatus().getToken();
     }
 
+    /**
+     * kubectl, with kubectl-torchjob on PATH, as a person a platform team gave a role in one namespace: a
+     * ServiceAccount {@code user} of the namespace, bound there to {@code roleKind} {@code role} (a ClusterRole
+     * such as Kubernetes' own edit, or a Role of the namespace), holding nothing else.
+     */
+    public Kubectl kubectlAs(String namespace, String user, String roleKind, String role) {
+        KubernetesClient admin = cluster.admin();
+        admin.serviceAccounts().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder()
+                .withNewMetadata().withName(user).endMetadata().build()).create();
+        admin.rbac().roleBindings().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder()
+                .withNewMetadata().withName(user).endMetadata().withNewRoleRef("rbac.authorization.k8s.io", roleKind, role)
+                .addNewSubject().withKind("ServiceAccount").withName(user).withNamespace(namespace).endSubject().build()).create();
+        try {
+            Path kubeconfig = cluster.serviceAccountKubeconfig(cluster.work.resolve(namespace + "-" + user + ".kubeconfig"), namespace, user);
+            return cluster.kubectl().withPlugins(dev.torchjob.operator.testing.PackagedOperator.asKubectlPlugin(cluster.work.resolve("plugins")),
+                    kubeconfig);
+        } catch (IOException e) {
+            throw new AssertionError("could not write " + user + "'s kubeconfig: " + e.getMessage(), e);
+        }
+    }
+
     /** A kubeconfig with the operator's identity (its ServiceAccount's token). */
     public Path operatorKubeconfig() {
         return operatorKubeconfig;

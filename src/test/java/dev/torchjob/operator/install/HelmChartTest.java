@@ -67,7 +67,7 @@ class HelmChartTest {
         List<HasMetadata> chart = HelmChart.render(null, Map.of());
         List<HasMetadata> rbac = load("base/rbac.yaml");
 
-        assertEquals(grants(only(rbac, ClusterRole.class).getRules()), grants(only(chart, ClusterRole.class).getRules()),
+        assertEquals(grants(only(rbac, ClusterRole.class).getRules()), grants(operatorsRole(chart).getRules()),
                 "the chart's ClusterRole grants exactly the install manifests' (kubernetes/base/rbac.yaml)");
         assertEquals(grants(only(rbac, Role.class).getRules()), grants(only(chart, Role.class).getRules()), "leader election");
         ClusterRoleBinding binding = only(chart, ClusterRoleBinding.class);
@@ -167,7 +167,8 @@ class HelmChartTest {
         assertEquals(List.of("team-a", "team-b"), roles.stream().map(r -> r.getMetadata().getNamespace()).toList());
         assertEquals(List.of("team-a", "team-b"), chart.stream().filter(RoleBinding.class::isInstance)
                 .map(b -> b.getMetadata().getNamespace()).filter(n -> !n.equals(HelmChart.NAMESPACE)).toList());
-        ClusterRole clusterReads = only(chart, ClusterRole.class);
+        assertTrue(chart.stream().noneMatch(o -> !userRoles(List.of(o)).isEmpty()), "userRoles.aggregate: false, none aggregated");
+        ClusterRole clusterReads = operatorsRole(chart);
         Set<String> granted = new HashSet<>(grants(roles.get(0).getRules()));
         granted.addAll(grants(clusterReads.getRules()));
         Set<String> manifests = new HashSet<>(grants(only(load("base/rbac.yaml"), ClusterRole.class).getRules()));
@@ -203,13 +204,45 @@ class HelmChartTest {
     @Test
     void kueueOffGrantsNothingOfKueueAndTellsTheOperator() {
         List<HasMetadata> chart = HelmChart.render(null, Map.of("kueue.enabled", false));
-        assertTrue(grants(only(chart, ClusterRole.class).getRules()).stream()
+        assertTrue(grants(operatorsRole(chart).getRules()).stream()
                 .noneMatch(g -> g.startsWith("kueue.x-k8s.io/") || g.startsWith("scheduling.k8s.io/")));
         assertEquals("false", env(only(chart, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
                 .get("TORCHJOB_KUEUE_ENABLED"));
         List<HasMetadata> holding = HelmChart.render(null, Map.of("kueue.enabled", false, "kueue.manageJobsWithoutQueueName", true));
         assertFalse(env(only(holding, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
                 .containsKey("TORCHJOB_KUEUE_MANAGE_JOBS_WITHOUT_QUEUE_NAME"), "nothing is held where the operator leaves Kueue alone");
+    }
+
+    /**
+     * Kubernetes' admin and edit get the job kinds served to submit and manage, view to read them: the rights of the
+     * manifests' users' roles, Kubeflow's kind only where it is served.
+     */
+    @Test
+    void theUsersRolesAreTheManifestsForTheKindsServed() throws IOException {
+        assertEquals(userRoles(load("base/user-roles.yaml")), userRoles(HelmChart.render(null, Map.of())));
+        List<HasMetadata> both = new java.util.ArrayList<>(load("base/user-roles.yaml"));
+        both.addAll(load("kubeflow/user-roles.yaml"));
+        assertEquals(userRoles(both), userRoles(HelmChart.render(null, Map.of("kubeflow.enabled", true))));
+        assertRefused(Map.of("userRoles.aggregate", "yes"), "userRoles");
+    }
+
+    /** The grants of ClusterRoles aggregated into Kubernetes' own, by the roles they are aggregated into. */
+    static Map<Set<String>, Set<String>> userRoles(List<HasMetadata> objects) {
+        Map<Set<String>, Set<String>> grants = new java.util.HashMap<>();
+        objects.stream().filter(ClusterRole.class::isInstance).map(ClusterRole.class::cast).forEach(role -> {
+            Set<String> into = role.getMetadata().getLabels().keySet().stream().filter(k -> k.startsWith("rbac.authorization.k8s.io/aggregate-to-"))
+                    .collect(Collectors.toSet());
+            if (!into.isEmpty()) {
+                grants.computeIfAbsent(into, k -> new HashSet<>()).addAll(grants(role.getRules()));
+            }
+        });
+        return grants;
+    }
+
+    /** The operator's own ClusterRole: the one not aggregated into Kubernetes' user-facing roles. */
+    static ClusterRole operatorsRole(List<HasMetadata> chart) {
+        return chart.stream().filter(ClusterRole.class::isInstance).map(ClusterRole.class::cast)
+                .filter(r -> userRoles(List.of(r)).isEmpty()).findFirst().orElseThrow();
     }
 
     @Test

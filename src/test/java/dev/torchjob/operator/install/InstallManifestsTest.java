@@ -15,6 +15,8 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -83,6 +85,35 @@ class InstallManifestsTest {
         });
     }
 
+    /**
+     * Kubernetes' admin and edit get the job kind to submit, change, scale and delete jobs, view to read them: by
+     * aggregation, and nothing but the kind (a job's pods are the operator's to make).
+     */
+    @ParameterizedTest
+    @CsvSource({"base/user-roles.yaml, batch.tensorstack.dev, pytorchtrainingjobs", "kubeflow/user-roles.yaml, kubeflow.org, pytorchjobs"})
+    void theUsersRolesAddTheJobKindToKubernetesOwnRolesAndNothingElse(String file, String group, String kind) throws IOException {
+        List<ClusterRole> roles = load(file).stream().map(ClusterRole.class::cast).toList();
+        assertEquals(2, roles.size());
+        ClusterRole edit = roles.get(0);
+        ClusterRole view = roles.get(1);
+        assertEquals(Set.of("rbac.authorization.k8s.io/aggregate-to-admin", "rbac.authorization.k8s.io/aggregate-to-edit"), aggregatedInto(edit));
+        assertEquals(Set.of("rbac.authorization.k8s.io/aggregate-to-admin", "rbac.authorization.k8s.io/aggregate-to-edit",
+                "rbac.authorization.k8s.io/aggregate-to-view"), aggregatedInto(view));
+        assertEquals(Map.of(kind, Set.of("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+                kind + "/scale", Set.of("get", "patch", "update")), verbs(edit.getRules()));
+        assertEquals(Map.of(kind, Set.of("get", "list", "watch"), kind + "/status", Set.of("get", "list", "watch"),
+                kind + "/scale", Set.of("get", "list", "watch")), verbs(view.getRules()));
+        for (ClusterRole role : roles) {
+            assertTrue(role.getRules().stream().allMatch(r -> r.getApiGroups().equals(List.of(group))), role.getMetadata().getName());
+        }
+        String kustomization = Files.readString(Path.of("kubernetes", file).resolveSibling("kustomization.yaml"));
+        assertTrue(kustomization.contains("- user-roles.yaml\n"), "installed with the rest");
+    }
+
+    static Set<String> aggregatedInto(ClusterRole role) {
+        return role.getMetadata().getLabels().keySet().stream().filter(k -> k.startsWith("rbac.authorization.k8s.io/")).collect(Collectors.toSet());
+    }
+
     @Test
     void leaderElectionLeaseIsDeclared() throws IOException {
         Role role = only(load("base/rbac.yaml"), Role.class);
@@ -121,7 +152,8 @@ class InstallManifestsTest {
     @Test
     void kustomizationListsEveryManifest() throws IOException {
         String kustomization = Files.readString(Path.of("kubernetes/base/kustomization.yaml"));
-        for (String file : List.of("crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "namespace.yaml", "rbac.yaml", "deployment.yaml")) {
+        for (String file : List.of("crd/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml", "namespace.yaml", "rbac.yaml", "user-roles.yaml",
+                "deployment.yaml")) {
             assertTrue(kustomization.contains(file), file);
             assertTrue(Files.exists(Path.of("kubernetes/base", file)), file);
         }

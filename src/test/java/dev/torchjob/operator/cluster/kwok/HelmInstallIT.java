@@ -60,6 +60,7 @@ class HelmInstallIT {
                     "the image set on the command line: " + image);
             assertNotNull(admin.apiextensions().v1().customResourceDefinitions().withName("pytorchtrainingjobs.batch.tensorstack.dev").get());
             assertNotNull(admin.rbac().clusterRoles().withName(installed.getName()).get(), "the operator's ClusterRole");
+            assertNotNull(admin.rbac().clusterRoles().withName(installed.getName() + "-edit").get(), "the users' roles");
 
             Release upgraded = DocumentedHelm.upgrade(upgrades.get(0), plane.adminKubeconfig).call();
             assertEquals("deployed", upgraded.getStatus());

@@ -7,6 +7,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
+import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.PrometheusOperatorCrds;
@@ -74,6 +75,54 @@ class KubectlIT extends OnTheSharedOperator {
                     .map(l -> l.replaceAll("\\s+#.*$", "")).forEach(commands::add);
         }
         return commands;
+    }
+
+    /**
+     * People as a platform team makes them, with nothing but Kubernetes' own roles bound in their namespace (the
+     * install's users' roles aggregated into them): an editor submits a job of each kind with kubectl, scales one,
+     * pauses the other, reads them with kubectl torchjob and deletes them; a viewer reads them, and is refused a
+     * submit, a scale and a deletion in the API server's words.
+     */
+    @Test
+    void aNamespacesEditorSubmitsAndManagesJobsAndAViewerOnlyReadsThem() {
+        String ns = install.namespace("people");
+        Kubectl editor = install.kubectlAs(ns, "editor", "ClusterRole", "edit");
+        Kubectl viewer = install.kubectlAs(ns, "viewer", "ClusterRole", "view");
+        String t9k = "kubernetes/examples/t9k/01-basic.yaml";
+        String kubeflow = "kubernetes/examples/kubeflow/02-mnist-gloo-demo.yaml";
+
+        Kubectl.Result refused = viewer.run("create", "-n", ns, "-f", t9k);
+        assertEquals(1, refused.exitCode());
+        assertTrue(refused.err().contains("is forbidden: User \"system:serviceaccount:" + ns + ":viewer\" cannot create resource "
+                + "\"pytorchtrainingjobs\" in API group \"batch.tensorstack.dev\""), refused.err());
+        assertTrue(viewer.run("create", "-n", ns, "-f", kubeflow).err().contains("cannot create resource \"pytorchjobs\""));
+
+        for (String file : List.of(t9k, kubeflow)) {
+            Kubectl.Result created = editor.run("create", "-n", ns, "-f", file);
+            assertEquals(0, created.exitCode(), file + ": " + created.err());
+        }
+        assertEquals(0, editor.run("scale", "ptj/pytorch-dist-mnist-gloo-demo", "-n", ns, "--replicas=2").orFail().exitCode());
+        assertEquals(0, editor.run("patch", "pj/pytorch-example", "-n", ns, "--type=merge", "-p",
+                "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}").orFail().exitCode());
+        for (Kubectl person : List.of(editor, viewer)) {
+            String jobs = person.run("get", "pj,ptj", "-n", ns, "-o", "name").orFail().out();
+            assertTrue(jobs.contains("pytorchtrainingjob.batch.tensorstack.dev/pytorch-example")
+                    && jobs.contains("pytorchjob.kubeflow.org/pytorch-dist-mnist-gloo-demo"), jobs);
+            Kubectl.Result listed = person.run("torchjob", "get", "-n", ns);
+            assertEquals(0, listed.exitCode(), listed.err());
+            assertTrue(listed.out().contains("pytorch-example") && listed.out().contains("pytorch-dist-mnist-gloo-demo"), listed.out());
+            Kubectl.Result described = person.run("torchjob", "describe", "pytorch-dist-mnist-gloo-demo", "-n", ns);
+            assertEquals(0, described.exitCode(), described.err());
+        }
+        assertTrue(viewer.run("scale", "ptj/pytorch-dist-mnist-gloo-demo", "-n", ns, "--replicas=3").err()
+                .contains("cannot patch resource \"pytorchjobs/scale\""));
+        assertTrue(viewer.run("delete", "pj/pytorch-example", "-n", ns).err()
+                .contains("cannot delete resource \"pytorchtrainingjobs\""));
+        assertEquals(Integer.valueOf(2), admin.resources(PyTorchJob.class).inNamespace(ns).withName("pytorch-dist-mnist-gloo-demo").get()
+                .getSpec().pytorchReplicaSpecs.get("Worker").replicas, "the editor's scale, not the viewer's");
+
+        assertEquals(0, editor.run("delete", "pj,ptj", "--all", "-n", ns, "--wait=false").orFail().exitCode());
+        admin.namespaces().withName(ns).delete();
     }
 
     @Test

@@ -29,9 +29,7 @@ import dev.torchjob.operator.engine.ReplicaPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.ListenPorts;
 import dev.torchjob.operator.testing.PackagedOperator;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRuleBuilder;
-import io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder;
 import io.fabric8.kubernetes.api.model.rbac.RoleBuilder;
 
 /**
@@ -207,23 +205,15 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
 
         // A user who may read jobs, pods and events but not the pods' logs.
         var admin = install.cluster.admin();
-        admin.serviceAccounts().inNamespace(ns).resource(new ServiceAccountBuilder().withNewMetadata().withName("reader").endMetadata().build()).create();
         admin.rbac().roles().inNamespace(ns).resource(new RoleBuilder().withNewMetadata().withName("reader").endMetadata()
                 .addToRules(new PolicyRuleBuilder().withApiGroups("batch.tensorstack.dev", "kubeflow.org")
                         .withResources("pytorchtrainingjobs", "pytorchjobs").withVerbs("get", "list").build())
                 .addToRules(new PolicyRuleBuilder().withApiGroups("").withResources("pods", "events").withVerbs("get", "list").build())
                 .build()).create();
-        admin.rbac().roleBindings().inNamespace(ns).resource(new RoleBindingBuilder().withNewMetadata().withName("reader").endMetadata()
-                .withNewRoleRef("rbac.authorization.k8s.io", "Role", "reader")
-                .addNewSubject().withKind("ServiceAccount").withName("reader").withNamespace(ns).endSubject().build()).create();
-        Path reader = work.resolve("reader.kubeconfig");
-        ControlPlane.writeKubeconfig(reader, admin.getConfiguration().getMasterUrl(), install.cluster.certificateAuthority(),
-                OperatorInstall.token(install.cluster, ns, "reader"));
-        Kubectl asReader = install.cluster.kubectl().withPlugins(work.resolve("plugins"), reader);
+        Kubectl asReader = install.kubectlAs(ns, "reader", "Role", "reader");
         assertEquals(0, asReader.run("torchjob", "get", "-n", ns).exitCode(), "reading jobs is allowed");
         assertOneLine("error: not allowed to get pods/log in namespace " + ns + " (RBAC: your user needs the verb \"get\" on \"pods/log\")",
                 asReader.run("torchjob", "logs", "j", "-n", ns));
-        assertTrue(Files.exists(reader));
         admin.namespaces().withName(ns).delete();
     }
 

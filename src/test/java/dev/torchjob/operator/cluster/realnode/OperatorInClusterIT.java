@@ -327,7 +327,7 @@ class OperatorInClusterIT {
 
     /**
      * The README's {@code helm install} on the cluster the kustomize install ran on, moved over as
-     * docs/install.md says (the kustomize operator, its RBAC and metrics Service deleted, the CRD adopted by the release so
+     * docs/install.md says (the kustomize operator, its RBAC, users' roles and metrics Service deleted, the CRD adopted by the release so
      * no job goes), with the image the README names: two Ready pods, one leads. Then the documented
      * {@code helm upgrade} with a new image tag rolls them while jobs run and fail
      * ({@link #jobsRunAndFailThrough}), and the documented {@code helm uninstall} leaves the CRD.
@@ -336,7 +336,7 @@ class OperatorInClusterIT {
     @Order(5)
     void theReadmesHelmReleaseRunsTheOperatorAndAnUpgradeOfItsImageTagRollsItWithoutTouchingTheJobs() throws IOException {
         kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "kubernetes/").orFail();
-        kubectl.run("delete", "-f", "kubernetes/base/deployment.yaml", "-f", "kubernetes/base/rbac.yaml",
+        kubectl.run("delete", "-f", "kubernetes/base/deployment.yaml", "-f", "kubernetes/base/rbac.yaml", "-f", "kubernetes/base/user-roles.yaml",
                 "-f", "kubernetes/monitoring/service.yaml", "--ignore-not-found").orFail();
         await().atMost(Duration.ofMinutes(1)).until(() -> operatorPods().isEmpty());
         kubectl.run("annotate", "crd", CRD, "meta.helm.sh/release-name=torchjob-operator",
@@ -352,6 +352,8 @@ class OperatorInClusterIT {
             assertEquals("deployed", DocumentedHelm.install(readme, kubeconfig).call().getStatus(), String.join(" ", readme));
             kubectl.run("rollout", "status", "deployment/torchjob-operator", "-n", NAMESPACE, "--timeout=180s").orFail();
             assertEquals(List.of(repository + ":0.1.0", repository + ":0.1.0"), operatorImages(), "the README's image, the chart's appVersion");
+            assertEquals("Helm", kubectl.run("get", "clusterrole", "torchjob-operator-edit", "-o", "jsonpath={.metadata.labels['app\\.kubernetes\\.io/managed-by']}")
+                    .orFail().out(), "the users' roles are the release's");
 
             List<String> upgrade = DocumentedHelm.documented("upgrade").get(0);
             jobsRunAndFailThrough("helm upgrade", () -> assertEquals("2",
