@@ -18,6 +18,9 @@ import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
+import io.fabric8.kubernetes.api.model.Secret;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
@@ -26,14 +29,15 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 /**
  * AppWrapper's own controller (the module Kueue integrates, built by tools/control-plane/kueue.sh), installed
  * from its manifests ({@code kubectl kustomize config/default}: namespace, ServiceAccount, RBAC, its
- * configuration) with {@code kubernetes/appwrapper-rbac.yaml}, and run as a process under its
- * ServiceAccount. Its webhook is off: it would fill in an AppWrapper's podSets and check its user's
- * rights, so the tests write AppWrappers with their podSets. Its CRD comes with {@link KueueInstall}.
+ * configuration, webhooks) with {@code kubernetes/appwrapper-rbac.yaml}, and run as a process under its
+ * ServiceAccount, its webhooks on loopback (they label an AppWrapper with its user, check its podSets and that the
+ * user may create what it wraps). Its CRD comes with {@link KueueInstall}.
  */
 public final class AppWrapperController implements AutoCloseable {
     static final String NAMESPACE = "appwrapper-system";
     static final String SERVICE_ACCOUNT = "appwrapper-controller-manager";
     private static final String PROCESS = "appwrapper";
+    private static final String WEBHOOKS = "https://127.0.0.1:9443";
     public static final String API_VERSION = "workload.codeflare.dev/v1beta2";
     public static final String KIND = "AppWrapper";
 
@@ -62,6 +66,7 @@ public final class AppWrapperController implements AutoCloseable {
 
     private void install(Path module) throws IOException {
         Files.createDirectories(work);
+        WebhookCertificate.removeControllerRuntimeCerts();
         Kubectl kubectl = cluster.kubectl();
         String manifests = kubectl.run("kustomize", module.resolve("config/default").toString()).orFail().out();
         KubernetesClient admin = cluster.admin();
@@ -69,14 +74,20 @@ public final class AppWrapperController implements AutoCloseable {
         List<HasMetadata> objects = new ArrayList<>();
         for (HasMetadata object : admin.load(new ByteArrayInputStream(manifests.getBytes(StandardCharsets.UTF_8))).items()) {
             switch (object.getKind()) {
-                // Its Pod and Services need a node network; its webhooks are off (above); the CRD is Kueue's install's.
-                case "Deployment", "Service", "Secret", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                        "CustomResourceDefinition" -> {
+                // Its Pod and Services need a node network; the CRD is Kueue's install's.
+                case "Deployment", "Service", "CustomResourceDefinition" -> {
                     continue;
                 }
+                // Its webhooks, called on loopback (its webhook server's port is fixed at 9443 in its main).
+                case "MutatingWebhookConfiguration" ->
+                        ((MutatingWebhookConfiguration) object).getWebhooks().forEach(w -> WebhookCertificate.atLoopback(w.getClientConfig(), WEBHOOKS));
+                case "ValidatingWebhookConfiguration" ->
+                        ((ValidatingWebhookConfiguration) object).getWebhooks().forEach(w -> WebhookCertificate.atLoopback(w.getClientConfig(), WEBHOOKS));
+                // Its rotator keeps this pair and writes it where its webhook server reads it (controller-runtime's folder).
+                case "Secret" -> ((Secret) object).setStringData(WebhookCertificate.make(work, "appwrapper", "appwrapper-ca",
+                        "appwrapper-webhook-service." + NAMESPACE + ".svc", WebhookCertificate.CONTROLLER_RUNTIME_CERTS));
                 // Its configuration, read at start from this ConfigMap: loopback's needs only.
                 case "ConfigMap" -> ((ConfigMap) object).getData().put("config.yaml", json.asYaml(Map.of(
-                        "webhooksEnabled", false,
                         "controllerManager", Map.of("health", Map.of("bindAddress", "127.0.0.1:" + healthPort),
                                 "metrics", Map.of("bindAddress", "0"), "leaderElection", false))));
                 default -> {
@@ -93,8 +104,8 @@ public final class AppWrapperController implements AutoCloseable {
     private void run(Path binary) throws IOException {
         Path kubeconfig = cluster.serviceAccountKubeconfig(work.resolve("appwrapper.kubeconfig"), NAMESPACE, SERVICE_ACCOUNT);
         cluster.start(PROCESS, List.of("env", "NAMESPACE=" + NAMESPACE, binary.toString(), "--kubeconfig=" + kubeconfig));
-        // Its readiness asks for the webhook server, which is off: its liveness says the manager runs.
-        cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/healthz"));
+        // Ready once its certificates are in place and its webhook server answers.
+        cluster.awaitHttp(PROCESS, URI.create("http://127.0.0.1:" + healthPort + "/readyz"));
     }
 
     /** The status of the AppWrapper {@code name} (empty while it has none, or is gone). */
@@ -128,9 +139,17 @@ public final class AppWrapperController implements AutoCloseable {
         await().atMost(Duration.ofSeconds(90)).until(() -> appWrappers.list().getItems().isEmpty());
     }
 
-    /** Stops the controller; its objects and what it made stay. */
+    /** Stops the controller and removes its webhooks (nothing would answer them); its objects and what it made stay. */
     @Override
     public void close() {
         cluster.stopProcess(PROCESS);
+        try {
+            WebhookCertificate.removeControllerRuntimeCerts();
+        } catch (IOException e) {
+            System.err.println("[appwrapper] " + WebhookCertificate.CONTROLLER_RUNTIME_CERTS + " not removed: " + e.getMessage());
+        }
+        KubernetesClient admin = cluster.admin();
+        admin.admissionRegistration().v1().mutatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "appwrapper").delete();
+        admin.admissionRegistration().v1().validatingWebhookConfigurations().withLabel("app.kubernetes.io/name", "appwrapper").delete();
     }
 }

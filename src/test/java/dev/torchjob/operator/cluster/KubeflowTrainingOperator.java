@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 import dev.torchjob.operator.testing.ListenPorts;
 import io.fabric8.kubernetes.api.model.Secret;
@@ -28,7 +27,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 public final class KubeflowTrainingOperator implements AutoCloseable {
     static final String PROCESS = "kubeflow-training-operator";
     /** Fixed in its code (pkg/cert): where a pod would mount the webhook certificate's Secret. */
-    private static final Path CERTS = Path.of("/tmp/k8s-webhook-server/serving-certs");
+    private static final Path CERTS = WebhookCertificate.CONTROLLER_RUNTIME_CERTS;
     private static final String CERT_SECRET = "training-operator-webhook-cert";
 
     private final ControlPlane cluster;
@@ -52,7 +51,7 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
                     .endMetadata().build()).create();
             // The rotator only waits for tls.crt to exist: a folder left by an earlier start would let its webhook
             // server read the files while they are rewritten below (seen: "failed to find any PEM data").
-            removeCertificateFiles();
+            WebhookCertificate.removeControllerRuntimeCerts();
             int probes = ListenPorts.free();
             List<String> command = new ArrayList<>(List.of("env", "MY_POD_NAMESPACE=" + namespace, binary.toString(),
                     "--kubeconfig=" + cluster.adminKubeconfig, "--enable-scheme=pytorchjob", "--namespace=" + namespace,
@@ -79,18 +78,6 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
                     + cluster.work.resolve("logs") + ")", e);
         }
         return operator;
-    }
-
-    private static void removeCertificateFiles() throws IOException {
-        if (!Files.isDirectory(CERTS)) {
-            return;
-        }
-        try (Stream<Path> files = Files.list(CERTS)) {
-            for (Path file : files.toList()) {
-                Files.delete(file);
-            }
-        }
-        Files.delete(CERTS);
     }
 
     @Override

@@ -19,7 +19,6 @@ import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
-import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
@@ -112,9 +111,9 @@ public final class KueueInstall implements AutoCloseable {
                     continue;
                 }
                 case "MutatingWebhookConfiguration" ->
-                        ((MutatingWebhookConfiguration) object).getWebhooks().forEach(w -> atLoopback(w.getClientConfig(), base));
+                        ((MutatingWebhookConfiguration) object).getWebhooks().forEach(w -> WebhookCertificate.atLoopback(w.getClientConfig(), base));
                 case "ValidatingWebhookConfiguration" ->
-                        ((ValidatingWebhookConfiguration) object).getWebhooks().forEach(w -> atLoopback(w.getClientConfig(), base));
+                        ((ValidatingWebhookConfiguration) object).getWebhooks().forEach(w -> WebhookCertificate.atLoopback(w.getClientConfig(), base));
                 case "CustomResourceDefinition" -> {
                     var conversion = ((CustomResourceDefinition) object).getSpec().getConversion();
                     if (conversion != null && conversion.getWebhook() != null) {
@@ -125,7 +124,7 @@ public final class KueueInstall implements AutoCloseable {
                 }
                 case "ConfigMap" -> ((ConfigMap) object).getData().put(CONFIG_KEY, json.asYaml(configuration(json,
                         ((ConfigMap) object).getData().get(CONFIG_KEY))));
-                case "Secret" -> ((Secret) object).setStringData(servingCertificate());
+                case "Secret" -> ((Secret) object).setStringData(WebhookCertificate.make(work, "kueue", "kueue-ca", WEBHOOK_HOST, work.resolve("certs")));
                 default -> {
                 }
             }
@@ -141,11 +140,6 @@ public final class KueueInstall implements AutoCloseable {
         // The process reads its configuration from a file where the Deployment would mount the ConfigMap.
         Files.writeString(work.resolve("config.yaml"), admin.configMaps().inNamespace(NAMESPACE).withName(CONFIG_MAP).get()
                 .getData().get(CONFIG_KEY));
-    }
-
-    private static void atLoopback(WebhookClientConfig config, String base) {
-        config.setUrl(base + config.getService().getPath());
-        config.setService(null);
     }
 
     /**
@@ -165,50 +159,6 @@ public final class KueueInstall implements AutoCloseable {
         config.put("leaderElection", Map.of("leaderElect", false));
         config.put("featureGates", Map.of("VisibilityOnDemand", false));
         return config;
-    }
-
-    /**
-     * A CA and serving certificate as Kueue's certificate rotator makes them (CA named kueue-ca; the
-     * certificate for the webhook Service's DNS name), also valid for 127.0.0.1: the rotator keeps a
-     * valid pair and injects the CA into the webhooks and CRDs.
-     */
-    private Map<String, String> servingCertificate() throws IOException {
-        Path dir = work.resolve("pki");
-        Files.createDirectories(dir);
-        openssl(dir, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.pkcs8", "-out", "ca.crt", "-days", "3650",
-                "-subj", "/O=kueue/CN=kueue-ca", "-addext", "subjectAltName=DNS:kueue-ca",
-                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign");
-        openssl(dir, "rsa", "-in", "ca.pkcs8", "-traditional", "-out", "ca.key");
-        openssl(dir, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.pkcs8", "-out", "tls.csr", "-subj", "/CN=" + WEBHOOK_HOST);
-        openssl(dir, "rsa", "-in", "tls.pkcs8", "-traditional", "-out", "tls.key");
-        Files.writeString(dir.resolve("tls.ext"), "subjectAltName=DNS:" + WEBHOOK_HOST + ",IP:127.0.0.1\n"
-                + "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n");
-        openssl(dir, "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt",
-                "-days", "3650", "-extfile", "tls.ext");
-        Map<String, String> data = new LinkedHashMap<>();
-        for (String name : List.of("ca.crt", "ca.key", "tls.crt", "tls.key")) {
-            data.put(name, Files.readString(dir.resolve(name)));
-        }
-        // Where the Deployment mounts the Secret: the webhook server serves the pair from there.
-        Path certs = Files.createDirectories(work.resolve("certs"));
-        Files.writeString(certs.resolve("tls.crt"), data.get("tls.crt"));
-        Files.writeString(certs.resolve("tls.key"), data.get("tls.key"));
-        return data;
-    }
-
-    private static void openssl(Path dir, String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of("openssl"));
-        command.addAll(List.of(args));
-        try {
-            Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (p.waitFor() != 0) {
-                throw new IOException("openssl " + String.join(" ", args) + ": " + out);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException(e);
-        }
     }
 
     private void run() throws IOException {

@@ -84,17 +84,21 @@ public final class OperatorInstall {
     }
 
     /**
-     * kubectl, with kubectl-torchjob on PATH, as a person a platform team gave a role in one namespace: a
-     * ServiceAccount {@code user} of the namespace, bound there to {@code roleKind} {@code role} (a ClusterRole
-     * such as Kubernetes' own edit, or a Role of the namespace), holding nothing else.
+     * kubectl, with kubectl-torchjob on PATH, as a person a platform team gave roles in one namespace: a
+     * ServiceAccount {@code user} of the namespace, bound there to each of {@code roles} ({@code ClusterRole/edit}
+     * for Kubernetes' own edit, {@code Role/NAME} for a Role of the namespace), holding nothing else.
      */
-    public Kubectl kubectlAs(String namespace, String user, String roleKind, String role) {
+    public Kubectl kubectlAs(String namespace, String user, String... roles) {
         KubernetesClient admin = cluster.admin();
         admin.serviceAccounts().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder()
                 .withNewMetadata().withName(user).endMetadata().build()).create();
-        admin.rbac().roleBindings().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder()
-                .withNewMetadata().withName(user).endMetadata().withNewRoleRef("rbac.authorization.k8s.io", roleKind, role)
-                .addNewSubject().withKind("ServiceAccount").withName(user).withNamespace(namespace).endSubject().build()).create();
+        for (String role : roles) {
+            String[] kindAndName = role.split("/", 2);
+            admin.rbac().roleBindings().inNamespace(namespace).resource(new io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder()
+                    .withNewMetadata().withName(user + "-" + kindAndName[1]).endMetadata()
+                    .withNewRoleRef("rbac.authorization.k8s.io", kindAndName[0], kindAndName[1])
+                    .addNewSubject().withKind("ServiceAccount").withName(user).withNamespace(namespace).endSubject().build()).create();
+        }
         try {
             Path kubeconfig = cluster.serviceAccountKubeconfig(cluster.work.resolve(namespace + "-" + user + ".kubeconfig"), namespace, user);
             return cluster.kubectl().withPlugins(dev.torchjob.operator.testing.PackagedOperator.asKubectlPlugin(cluster.work.resolve("plugins")),

@@ -86,8 +86,8 @@ class KubectlIT extends OnTheSharedOperator {
     @Test
     void aNamespacesEditorSubmitsAndManagesJobsAndAViewerOnlyReadsThem() {
         String ns = install.namespace("people");
-        Kubectl editor = install.kubectlAs(ns, "editor", "ClusterRole", "edit");
-        Kubectl viewer = install.kubectlAs(ns, "viewer", "ClusterRole", "view");
+        Kubectl editor = install.kubectlAs(ns, "editor", "ClusterRole/edit");
+        Kubectl viewer = install.kubectlAs(ns, "viewer", "ClusterRole/view");
         String t9k = "kubernetes/examples/t9k/01-basic.yaml";
         String kubeflow = "kubernetes/examples/kubeflow/02-mnist-gloo-demo.yaml";
 

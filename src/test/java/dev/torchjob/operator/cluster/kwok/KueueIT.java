@@ -836,23 +836,34 @@ class KueueIT extends OwnOperators {
         kueue().queues(cluster.namespace, "4");
         try (OperatorProcess operator = install.newOperator(Map.of(), true);
                 AppWrapperController appWrappers = kueue().startAppWrapperController()) {
+            // An ML engineer with Kubernetes' edit in the namespace (the install's users' roles in it) and AppWrapper's
+            // user role: AppWrapper's webhook lets whoever may create the wrapped kind wrap it.
+            Kubectl engineer = install.kubectlAs(cluster.namespace, "engineer", "ClusterRole/edit", "ClusterRole/appwrapper-user-role");
+            Kubectl onlyWrapping = install.kubectlAs(cluster.namespace, "wrapper", "ClusterRole/appwrapper-user-role");
+            java.util.function.BiFunction<String, String, String> appWrapper = (name, podSets) -> """
+                    apiVersion: workload.codeflare.dev/v1beta2
+                    kind: AppWrapper
+                    metadata: {name: %s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+                    spec:
+                      components:
+                      - template:
+                    %s    %s
+                    """.formatted(name, t9kJobLabelled(name + "-job", "{}", 1, "100m")
+                    .replace("spec:\n  replicaSpecs:", "spec:\n  runPolicy: {cleanUpPolicy: " + (name.equals("aw") ? "None" : "Unfinished")
+                            + "}\n  replicaSpecs:").indent(8), podSets);
+            String podSets = "podSets: [{path: \"template.spec.replicaSpecs[0].template\", replicas: 1}, "
+                    + "{path: \"template.spec.replicaSpecs[1].template\", replicas: 1}]";
+            Kubectl.Result notAllowed = onlyWrapping.runWithInput(appWrapper.apply("aw", podSets), "create", "-n", cluster.namespace, "-f", "-");
+            assertTrue(notAllowed.err().contains("User system:serviceaccount:" + cluster.namespace + ":wrapper is not authorized to create "
+                    + "pytorchtrainingjobs in " + cluster.namespace), "AppWrapper's webhook asks whether its user may make the job: " + notAllowed.err());
+            Kubectl.Result noPodSets = engineer.runWithInput(appWrapper.apply("aw", ""), "create", "-n", cluster.namespace, "-f", "-");
+            assertTrue(noPodSets.err().contains("components contains no podspecs"), "AppWrapper knows no podSets of the T9k kind: " + noPodSets.err());
             for (String name : List.of("aw", "aw-evicted")) {
-                install.cluster.kubectl().runWithInput("""
-                        apiVersion: workload.codeflare.dev/v1beta2
-                        kind: AppWrapper
-                        metadata: {name: %s, namespace: %s, labels: {kueue.x-k8s.io/queue-name: user-queue}}
-                        spec:
-                          components:
-                          - podSets:
-                            - {path: "template.spec.replicaSpecs[0].template", replicas: 1}
-                            - {path: "template.spec.replicaSpecs[1].template", replicas: 1}
-                            template:
-                        %s
-                        """.formatted(name, cluster.namespace, t9kJobLabelled(name + "-job", "{}", 1, "100m")
-                        .replace("spec:\n  replicaSpecs:", "spec:\n  runPolicy: {cleanUpPolicy: " + (name.equals("aw") ? "None" : "Unfinished")
-                                + "}\n  replicaSpecs:").indent(8)),
-                        "apply", "--server-side", "-f", "-").orFail();
+                engineer.runWithInput(appWrapper.apply(name, podSets), "create", "-n", cluster.namespace, "-f", "-").orFail();
             }
+            assertEquals("system_serviceaccount_" + cluster.namespace + "_engineer", admin.genericKubernetesResources(AppWrapperController.API_VERSION,
+                    AppWrapperController.KIND).inNamespace(cluster.namespace).withName("aw").get().getMetadata().getLabels()
+                    .get("workload.codeflare.dev/user"), "its webhook labelled it with its user");
             cluster.awaitPodNames("aw-evicted-job-master-0", "aw-evicted-job-worker-0", "aw-job-master-0", "aw-job-worker-0");
             cluster.runAll();
             // Its grace periods left to AppWrapper's defaults: the event says what a group restart may meet.

@@ -210,7 +210,7 @@ class KubectlTorchjobIT extends OnTheSharedOperator {
                         .withResources("pytorchtrainingjobs", "pytorchjobs").withVerbs("get", "list").build())
                 .addToRules(new PolicyRuleBuilder().withApiGroups("").withResources("pods", "events").withVerbs("get", "list").build())
                 .build()).create();
-        Kubectl asReader = install.kubectlAs(ns, "reader", "Role", "reader");
+        Kubectl asReader = install.kubectlAs(ns, "reader", "Role/reader");
         assertEquals(0, asReader.run("torchjob", "get", "-n", ns).exitCode(), "reading jobs is allowed");
         assertOneLine("error: not allowed to get pods/log in namespace " + ns + " (RBAC: your user needs the verb \"get\" on \"pods/log\")",
                 asReader.run("torchjob", "logs", "j", "-n", ns));
