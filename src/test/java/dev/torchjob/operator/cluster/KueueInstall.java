@@ -47,6 +47,11 @@ public final class KueueInstall implements AutoCloseable {
     static final String WEBHOOK_HOST = "kueue-webhook-service." + NAMESPACE + ".svc";
     /** Kueue's waitForPodsReady timeout here: admitted pods not all ready by then are evicted and requeued. */
     public static final Duration PODS_READY_TIMEOUT = Duration.ofSeconds(20);
+    /**
+     * Kueue's own default timeout, for pods that really start: on the real node under load a job's pods took more
+     * than 20 s to run, and an AppWrapper says its pods are ready only at its next look (every 5 s while they start).
+     */
+    public static final Duration DEFAULT_PODS_READY_TIMEOUT = Duration.ofMinutes(5);
     private static final String PROCESS = "kueue";
 
     private final ControlPlane cluster;
@@ -56,9 +61,11 @@ public final class KueueInstall implements AutoCloseable {
     private final int webhookPort = ListenPorts.free();
     private final int healthPort = ListenPorts.free();
     private final int metricsPort = ListenPorts.free();
+    private final Duration podsReadyTimeout;
 
-    private KueueInstall(ControlPlane cluster, List<String> provisioned) {
+    private KueueInstall(ControlPlane cluster, List<String> provisioned, Duration podsReadyTimeout) {
         this.cluster = cluster;
+        this.podsReadyTimeout = podsReadyTimeout;
         this.provisioned = provisioned;
         this.binary = Path.of(provisioned.get(0));
         this.work = cluster.work.resolve("kueue");
@@ -66,8 +73,13 @@ public final class KueueInstall implements AutoCloseable {
 
     /** Installs Kueue and starts its controller manager; returns once it is ready (webhooks served). */
     public static KueueInstall start(ControlPlane cluster) {
+        return start(cluster, PODS_READY_TIMEOUT);
+    }
+
+    /** The same, with this waitForPodsReady timeout. */
+    public static KueueInstall start(ControlPlane cluster, Duration podsReadyTimeout) {
         List<String> provisioned = provision();
-        KueueInstall kueue = new KueueInstall(cluster, provisioned);
+        KueueInstall kueue = new KueueInstall(cluster, provisioned, podsReadyTimeout);
         try {
             kueue.install(Path.of(provisioned.get(1)), Path.of(provisioned.get(2)));
             kueue.run();
@@ -151,7 +163,7 @@ public final class KueueInstall implements AutoCloseable {
         Map<String, Object> config = json.unmarshal(shipped, LinkedHashMap.class);
         ((Map<String, Object>) config.computeIfAbsent("integrations", k -> new LinkedHashMap<>())).put("externalFrameworks",
                 List.of("PyTorchTrainingJob.v1beta1.batch.tensorstack.dev", "PyTorchJob.v1.kubeflow.org"));
-        config.put("waitForPodsReady", Map.of("timeout", PODS_READY_TIMEOUT.toSeconds() + "s", "blockAdmission", false,
+        config.put("waitForPodsReady", Map.of("timeout", podsReadyTimeout.toSeconds() + "s", "blockAdmission", false,
                 "requeuingStrategy", Map.of("timestamp", "Eviction", "backoffBaseSeconds", 1, "backoffMaxSeconds", 5)));
         config.put("health", Map.of("healthProbeBindAddress", "127.0.0.1:" + healthPort));
         config.put("metrics", Map.of("bindAddress", "127.0.0.1:" + metricsPort));

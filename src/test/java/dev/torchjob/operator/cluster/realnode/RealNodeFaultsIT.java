@@ -519,7 +519,8 @@ class RealNodeFaultsIT {
     void aRankKilledMidTrainingInAnAppWrapperIsOneRestartThatAppWrapperLeavesAlone() {
         String ns = install.namespace("wrapped");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        try (KueueInstall kueue = KueueInstall.start(install.cluster); AppWrapperController appWrappers = kueue.startAppWrapperController()) {
+        try (KueueInstall kueue = KueueInstall.start(install.cluster, KueueInstall.DEFAULT_PODS_READY_TIMEOUT);
+                AppWrapperController appWrappers = kueue.startAppWrapperController()) {
             kueue.queuesOn(ns, RealNodeJobs.realNodeFlavor(), "1");
             String job = RealNodeJobs.t9kJob("w", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
             kubectl.runWithInput("""
@@ -564,7 +565,7 @@ class RealNodeFaultsIT {
             });
             Instant allRunning = Instant.now();
             PyTorchTrainingJob done = awaitT9k(ns, "w", JobPhase.Succeeded);
-            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart; the AppWrapper: " + AppWrapperController.status(admin, ns, "aw"));
             assertEquals(uid, done.getMetadata().getUid(), "the same job: AppWrapper never reset it");
             assertOneRestartResumed(ns, "w", "pod w-worker-0 (container pytorch) exited with code 137 (Error)", before);
             await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertEquals("Succeeded",

@@ -423,7 +423,7 @@ class RealNodeIT {
     @Test
     void aJobKueueAdmitsLandsOnTheRealNodeThroughItsFlavorsNodeLabels() {
         String ns = install.namespace("kueue-node");
-        try (KueueInstall kueue = KueueInstall.start(install.cluster)) {
+        try (KueueInstall kueue = KueueInstall.start(install.cluster, KueueInstall.DEFAULT_PODS_READY_TIMEOUT)) {
             kueue.queuesOn(ns, RealNodeJobs.realNodeFlavor(), "1");
             String manifest = """
                     apiVersion: batch.tensorstack.dev/v1beta1
