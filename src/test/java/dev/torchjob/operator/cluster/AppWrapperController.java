@@ -40,6 +40,9 @@ public final class AppWrapperController implements AutoCloseable {
     private static final String WEBHOOKS = "https://127.0.0.1:9443";
     public static final String API_VERSION = "workload.codeflare.dev/v1beta2";
     public static final String KIND = "AppWrapper";
+    /** The annotations docs/kueue.md gives an AppWrapper whose job the operator restarts, as a YAML flow map. */
+    public static final String GRACE_PERIODS = "{workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h, "
+            + "workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h, workload.codeflare.dev.appwrapper/failureGracePeriodDuration: 10m}";
 
     private final ControlPlane cluster;
     private final Path work;

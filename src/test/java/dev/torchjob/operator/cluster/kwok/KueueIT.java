@@ -768,9 +768,7 @@ class KueueIT extends OwnOperators {
                       name: aw
                       namespace: %s
                       labels: {kueue.x-k8s.io/queue-name: user-queue}
-                      annotations: {workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h,
-                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h,
-                        workload.codeflare.dev.appwrapper/failureGracePeriodDuration: 10m}
+                      annotations: %s
                     spec:
                       components:
                       - podSets:
@@ -778,7 +776,7 @@ class KueueIT extends OwnOperators {
                         - {path: template.spec.pytorchReplicaSpecs.Worker.template, replicas: 1}
                         template:
                     %s
-                    """.formatted(cluster.namespace, WRAPPED_JOB.indent(8)), "apply", "--server-side", "-f", "-").orFail();
+                    """.formatted(cluster.namespace, AppWrapperController.GRACE_PERIODS, WRAPPED_JOB.indent(8)), "apply", "--server-side", "-f", "-").orFail();
             // Kueue's appwrapper integration admits the AppWrapper; AppWrapper's controller makes the job, owned by it.
             cluster.awaitPodNames("wrapped-master-0", "wrapped-worker-0");
             cluster.runAll();

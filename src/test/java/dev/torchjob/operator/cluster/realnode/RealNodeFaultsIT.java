@@ -338,6 +338,18 @@ class RealNodeFaultsIT {
         assertEquals(2, events(ns, "ReplicaCannotStart").size(), "said once of each held replica: " + events(ns, null));
     }
 
+    /** The Kubeflow job "kf" ended Succeeded after one restart of the whole job, said once, named by its cause. */
+    static void assertKubeflowJobSucceededAfterOneRestart(String ns, String causeStart) {
+        PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
+                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+        assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
+        assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), events(ns, null).toString());
+        assertTrue(restarting.get(0).startsWith(causeStart), restarting.get(0));
+    }
+
     static dev.torchjob.operator.api.JobCondition running(String ns, String job) {
         return RealNodeJobs.t9k(ns, job).getStatus().conditions.stream().filter(c -> "Running".equals(c.type)).findFirst().orElseThrow();
     }
@@ -438,19 +450,11 @@ class RealNodeFaultsIT {
             case "deleted" -> kubectl.run("delete", "pod", "kf-worker-0", "-n", ns, "--wait=false").orFail();
             default -> { } // the worker allocates past its limit in epoch 3
         }
-        PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
-                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
-                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
-        assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
-        assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
-        List<String> restarting = events(ns, "JobRestarting");
-        assertEquals(1, restarting.size(), events(ns, null).toString());
-        String cause = switch (fault) {
+        assertKubeflowJobSucceededAfterOneRestart(ns, switch (fault) {
             case "killed" -> "pod kf-worker-0 (container pytorch) exited with code 137 (Error)";
             case "oom" -> "pod kf-worker-0 (container pytorch) exited with code 137 (OOMKilled)";
             default -> "pod kf-worker-0 was deleted";
-        };
-        assertTrue(restarting.get(0).startsWith(cause), restarting.get(0));
+        });
         assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
         if (!fault.equals("oom")) {
             recordTimeToTrainAgain(ns, at, "kf-master-0", "kf-worker-0", "kf-worker-1");
@@ -487,14 +491,7 @@ class RealNodeFaultsIT {
                 assertEquals(RealNode.NAME, pod.getSpec().getNodeName(), pod.getMetadata().getName());
             }
             assertEquals(podGroup, podGroups.inNamespace(ns).withName("kf").get().getMetadata().getUid(), "the same PodGroup");
-            PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
-                    .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
-                            j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
-            assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
-            assertEquals(1, done.getStatus().backoffCount, "one fault of three ranks, one restart: " + events(ns, null));
-            List<String> restarting = events(ns, "JobRestarting");
-            assertEquals(1, restarting.size(), events(ns, null).toString());
-            assertTrue(restarting.get(0).startsWith("pod kf-worker-0 (container pytorch) exited with code 137 (Error)"), restarting.get(0));
+            assertKubeflowJobSucceededAfterOneRestart(ns, "pod kf-worker-0 (container pytorch) exited with code 137 (Error)");
             assertTrue(logs(ns, "kf-master-0").contains("resuming at epoch"), logs(ns, "kf-master-0"));
             Instant last = fault;
             for (Pod pod : group) {
@@ -529,16 +526,14 @@ class RealNodeFaultsIT {
                     metadata:
                       name: aw
                       labels: {kueue.x-k8s.io/queue-name: user-queue}
-                      annotations: {workload.codeflare.dev.appwrapper/admissionGracePeriodDuration: 24h,
-                        workload.codeflare.dev.appwrapper/warmupGracePeriodDuration: 24h,
-                        workload.codeflare.dev.appwrapper/failureGracePeriodDuration: 10m}
+                      annotations: %s
                     spec:
                       components:
                       - podSets:
                         - {path: "template.spec.replicaSpecs[0].template", replicas: 1}
                         - {path: "template.spec.replicaSpecs[1].template", replicas: 1}
                         template:
-                    %s""".formatted(job.indent(8)), "apply", "-n", ns, "-f", "-").orFail();
+                    %s""".formatted(AppWrapperController.GRACE_PERIODS, job.indent(8)), "apply", "-n", ns, "-f", "-").orFail();
             awaitLogged(ns, "w-master-0", "epoch 3/" + EPOCHS);
             String uid = RealNodeJobs.t9k(ns, "w").getMetadata().getUid();
             await().atMost(Duration.ofSeconds(60)).until(() -> "Running".equals(AppWrapperController.status(admin, ns, "aw").get("phase")));
