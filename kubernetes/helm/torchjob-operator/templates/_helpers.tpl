@@ -40,7 +40,7 @@ a test keeps them equal.
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create"{{ if .Values.kubeflow.enabled }}, "delete"{{ end }}]

@@ -20,7 +20,7 @@ public class ReplicaStatus {
     public String name;
     @JsonPropertyDescription("UID of the pod last seen for this replica.")
     public String uid;
-    @JsonPropertyDescription("Pod phase, or Creating (not seen yet) or Deleted (gone).")
+    @JsonPropertyDescription("Phase of the pod as its training container decides it (a sidecar running on does not keep the replica Running), or Creating (not seen yet) or Deleted (gone).")
     public ReplicaPhase phase;
     @JsonPropertyDescription("State of each container of the pod.")
     public List<ContainerStatus> containers = new ArrayList<>();

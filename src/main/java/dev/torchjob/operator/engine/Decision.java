@@ -8,6 +8,7 @@ import java.util.Optional;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
 import dev.torchjob.operator.engine.Plan.RestartCounted;
+import dev.torchjob.operator.engine.Plan.SidecarStop;
 
 /**
  * The engine's answer for one pass, in no API's shape: the job's next state, why it is in it, and
@@ -22,6 +23,7 @@ public record Decision(
         boolean createPodGroup,
         List<PodRequest> podsToCreate,
         List<PodDeletion> podsToDelete,
+        List<SidecarStop> sidecarsToStop,
         List<JobEvent> events,
         Optional<Plan.CreationReport> podsCreated,
         List<RestartCounted> restarts,

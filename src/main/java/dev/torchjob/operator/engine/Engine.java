@@ -459,11 +459,23 @@ public final class Engine {
             JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
                     List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, queued, outcome);
             return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(out.creates),
-                    List.copyOf(out.deletes), List.copyOf(out.events), Optional.ofNullable(podsCreated), List.copyOf(out.restarts),
+                    List.copyOf(out.deletes), sidecarsToStop(), List.copyOf(out.events), Optional.ofNullable(podsCreated), List.copyOf(out.restarts),
                     out.recheckAfter(), now, deleteJob, queue);
         }
 
         // ---- helpers ------------------------------------------------------------------------------
+
+        /**
+         * Pods whose training ended for good while a sidecar runs on, in any state of the job: the replica is
+         * judged by its training container, and its pod, kept for its logs, holds nothing more.
+         */
+        private List<Plan.SidecarStop> sidecarsToStop() {
+            Set<String> deleted = out.deletes.stream().map(Plan.PodDeletion::name).collect(Collectors.toSet());
+            return pods.values().stream().filter(Pods::runsOnlySidecars).filter(pod -> !deleted.contains(pod.getMetadata().getName()))
+                    .map(pod -> new Plan.SidecarStop(pod.getMetadata().getName(), pod.getMetadata().getUid(),
+                            pod.getMetadata().getResourceVersion()))
+                    .toList();
+        }
 
         /** What made the job succeed, by its success rule; empty while it has not. */
         private Optional<String> success(JobTopology topology) {

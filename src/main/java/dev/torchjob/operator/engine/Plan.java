@@ -31,6 +31,8 @@ public record Plan<S>(
         Optional<GenericKubernetesResource> podGroupToCreate,
         List<Pod> podsToCreate,
         List<PodDeletion> podsToDelete,
+        /** Pods whose training container ended for good while a sidecar runs on: the kubelet is to end them, keeping them. */
+        List<SidecarStop> sidecarsToStop,
         List<JobEvent> events,
         /** Said after the creates, naming only the pods that were created. */
         Optional<CreationReport> podsCreated,
@@ -50,14 +52,14 @@ public record Plan<S>(
      * created rather than announcing them: one status write fewer per job, and the pods come sooner.
      */
     public boolean statusCanFollowCreates() {
-        return !before.planned() && statusChanged && !podsToCreate.isEmpty() && podsToDelete.isEmpty() && servicesToDelete.isEmpty()
+        return !before.planned() && statusChanged && !podsToCreate.isEmpty() && podsToDelete.isEmpty() && sidecarsToStop.isEmpty() && servicesToDelete.isEmpty()
                 && objectsToDelete.isEmpty() && events.isEmpty() && restarts.isEmpty() && !deleteJob;
     }
 
     /** This plan without its status write (the status is left to a later plan of the same pass). */
     public Plan<S> withoutStatus() {
         return new Plan<>(status, false, before, after, decidedAt, servicesToCreate, servicesToDelete, podGroupToCreate, podsToCreate,
-                podsToDelete, events, podsCreated, restarts, recheckAfter, deleteJob, objectsToApply, objectsToDelete);
+                podsToDelete, sidecarsToStop, events, podsCreated, restarts, recheckAfter, deleteJob, objectsToApply, objectsToDelete);
     }
 
     /**
@@ -67,14 +69,14 @@ public record Plan<S>(
      */
     public Plan<S> followedBy(Plan<S> next) {
         return new Plan<>(next.status, true, before, next.after, next.decidedAt, next.servicesToCreate, next.servicesToDelete,
-                next.podGroupToCreate, next.podsToCreate, next.podsToDelete, next.events, next.podsCreated, next.restarts,
+                next.podGroupToCreate, next.podsToCreate, next.podsToDelete, next.sidecarsToStop, next.events, next.podsCreated, next.restarts,
                 next.recheckAfter, next.deleteJob, next.objectsToApply, next.objectsToDelete);
     }
 
     /** A pass that changes nothing: the job is another controller's to run. */
     public static <S> Plan<S> nothing(S status, JobState state, Instant now) {
         return new Plan<>(status, false, state, state, now, List.of(), List.of(), Optional.empty(), List.of(), List.of(), List.of(),
-                Optional.empty(), List.of(), Optional.empty(), false, List.of(), List.of());
+                List.of(), Optional.empty(), List.of(), Optional.empty(), false, List.of(), List.of());
     }
 
     /** The event that reports pods created: "Created pods a, b" (or "Created debug pods ..."). */
@@ -108,6 +110,15 @@ public record Plan<S>(
         public PodDeletion(String name, String uid, String resourceVersion, DeletionReason reason) {
             this(name, uid, resourceVersion, reason, null);
         }
+    }
+
+    /**
+     * A pod whose training container ended for good while another container (a sidecar) runs on: without
+     * the operator it would run, holding its node's resources, until deleted. It is given an
+     * {@code activeDeadlineSeconds} already past, so its kubelet ends it as if it were done and keeps it,
+     * its logs with it; resourceVersion is the write's precondition, as for a deletion.
+     */
+    public record SidecarStop(String name, String uid, String resourceVersion) {
     }
 
     /**

@@ -56,11 +56,14 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         String output = tail(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
         Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
         Instant at = terminated.map(t -> time(t.getFinishedAt())).orElse(null);
-        String podReason = pod.getStatus() == null ? null : pod.getStatus().getReason();
+        // Once the operator stopped its sidecars, the pod's DeadlineExceeded is the operator's doing, not why the replica ended.
+        boolean podSaysWhy = pod.getStatus() != null && !Pods.sidecarsStopped(pod);
+        String podReason = podSaysWhy ? pod.getStatus().getReason() : null;
+        String podWords = podSaysWhy ? pod.getStatus().getMessage() : null;
         if (isEvicted(pod)) {
             Optional<PodCondition> disruption = disruption(pod);
             // The kubelet's eviction says why on the pod; the Eviction API, a preemption or the taint manager on its condition.
-            String said = podReason != null ? pod.getStatus().getMessage() : disruption.map(PodCondition::getMessage).orElse(null);
+            String said = podReason != null ? podWords : disruption.map(PodCondition::getMessage).orElse(null);
             String evictedFor = podReason != null ? podReason
                     : disruption.map(PodCondition::getReason).filter(r -> !r.isBlank()).orElse("DisruptionTarget");
             return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode, evictedFor, brief(said), output, ran,
@@ -68,7 +71,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         }
         // A pod its kubelet refused (OutOfcpu, NodeAffinity) or ended (DeadlineExceeded) has no exit code: its words say why.
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason, brief(pod.getStatus() == null ? null : pod.getStatus().getMessage()), output, ran, at);
+                reason != null ? reason : podReason, brief(podWords), output, ran, at);
     }
 
     /**

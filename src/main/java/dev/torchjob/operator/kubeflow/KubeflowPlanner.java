@@ -28,6 +28,7 @@ import dev.torchjob.operator.engine.JobTopology;
 import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.engine.QueueAdmission;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.Situation;
@@ -170,7 +171,7 @@ public final class KubeflowPlanner {
         PyTorchJobStatus next = status(job, previous, decision, pods);
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
-                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), List.copyOf(events), decision.podsCreated(),
+                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events), decision.podsCreated(),
                 decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
     }
 
@@ -314,20 +315,21 @@ public final class KubeflowPlanner {
                 var labels = pod.getMetadata().getLabels();
                 boolean ofType = labels != null && name.equals(labels.get(KubeflowLabels.JOB_NAME))
                         && type.toLowerCase(Locale.ROOT).equals(labels.get(KubeflowLabels.REPLICA_TYPE));
-                String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-                if (!ofType || phase == null || ended && pod.getMetadata().getDeletionTimestamp() != null) {
+                if (!ofType || pod.getStatus() == null || pod.getStatus().getPhase() == null
+                        || ended && pod.getMetadata().getDeletionTimestamp() != null) {
                     continue;
                 }
-                switch (phase) {
-                    case "Running" -> {
+                // By its training container: a sidecar running on does not keep a replica active.
+                switch (Pods.replicaPhase(pod)) {
+                    case Running -> {
                         if (pod.getMetadata().getDeletionTimestamp() != null) {
                             failed++; // its node is gone: Kubeflow counts it failed
                         } else {
                             active++;
                         }
                     }
-                    case "Succeeded" -> succeeded++;
-                    case "Failed" -> failed++;
+                    case Succeeded -> succeeded++;
+                    case Failed -> failed++;
                     default -> {
                     }
                 }

@@ -14,6 +14,7 @@ import java.util.Optional;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.Pods;
+import dev.torchjob.operator.engine.ReplicaPhase;
 import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -73,10 +74,11 @@ public final class WorkloadSync {
         if (pod.getStatus() == null || pod.getMetadata().getDeletionTimestamp() != null) {
             return false;
         }
-        if ("Failed".equals(pod.getStatus().getPhase())) {
+        ReplicaPhase phase = Pods.replicaPhase(pod); // by its training container, whatever a sidecar does
+        if (phase == ReplicaPhase.Failed) {
             return false;
         }
-        return "Succeeded".equals(pod.getStatus().getPhase()) || pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
+        return phase == ReplicaPhase.Succeeded || pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
                 .stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
     }
 

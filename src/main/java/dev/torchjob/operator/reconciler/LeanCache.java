@@ -51,10 +51,14 @@ final class LeanCache<R extends HasMetadata> extends BasicItemStore<R> {
         return super.remove(key);
     }
 
-    /** The container names and the node: all of a running pod's spec that a job pass reads. */
+    /**
+     * The container names, the node and the restart policy (whether the kubelet starts an ended training container
+     * again): all of a running pod's spec that a job pass reads.
+     */
     static PodSpec leanSpec(PodSpec spec) {
         List<io.fabric8.kubernetes.api.model.Container> names = spec.getContainers() == null ? null
                 : spec.getContainers().stream().map(c -> new ContainerBuilder().withName(c.getName()).build()).toList();
-        return new PodSpecBuilder().withContainers(names).withNodeName(spec.getNodeName()).build();
+        return new PodSpecBuilder().withContainers(names).withNodeName(spec.getNodeName())
+                .withRestartPolicy(spec.getRestartPolicy()).build();
     }
 }

@@ -17,6 +17,7 @@ import org.jboss.logging.Logger;
 
 import dev.torchjob.operator.metrics.JobMetrics;
 import dev.torchjob.operator.engine.Plan;
+import dev.torchjob.operator.engine.Pods;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan.PodDeletion;
 import io.fabric8.kubernetes.client.dsl.Resource;
@@ -102,6 +103,8 @@ public class PlanExecutor {
         List<Uni<Void>> deletesAndApplies = new ArrayList<>();
         plan.podsToDelete().forEach(deletion -> deletesAndApplies.add(call(
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
+        plan.sidecarsToStop().forEach(stop -> deletesAndApplies.add(call(
+                () -> step("FailedStopSidecars", "pod " + stop.name(), () -> stopSidecars(namespace, stop)))));
         plan.servicesToDelete().forEach(service -> deletesAndApplies.add(call(
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
         plan.objectsToDelete().forEach(object -> deletesAndApplies.add(call(() -> step("FailedDelete" + object.getKind(),
@@ -322,6 +325,29 @@ public class PlanExecutor {
             LOG.debugf("deleted pod %s/%s (%s)", namespace, deletion.name(), deletion.reason());
         } catch (KubernetesClientException e) {
             // Gone already, or replaced by a newer pod our cache had not seen: nothing to delete.
+            if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND && e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * An activeDeadlineSeconds already past (the one pod spec field that may be lowered on a running pod): its
+     * kubelet stops the containers still running and keeps the pod. The annotation says the end was ours.
+     */
+    private void stopSidecars(String namespace, Plan.SidecarStop stop) {
+        Map<String, Object> metadata = new HashMap<>();
+        if (stop.resourceVersion() != null) {
+            metadata.put("resourceVersion", stop.resourceVersion()); // the precondition: the pod as the pass saw it
+        }
+        metadata.put("annotations", Map.of(Pods.SIDECARS_STOPPED, java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                .toString()));
+        String patch = client.getKubernetesSerialization().asJson(Map.of("metadata", metadata, "spec", Map.of("activeDeadlineSeconds", 1)));
+        try {
+            client.pods().inNamespace(namespace).withName(stop.name()).patch(PatchContext.of(PatchType.JSON_MERGE), patch);
+            LOG.debugf("stopped the sidecars of pod %s/%s", namespace, stop.name());
+        } catch (KubernetesClientException e) {
+            // Gone, or changed since the cache saw it: the next pass looks again.
             if (e.getCode() != HttpURLConnection.HTTP_NOT_FOUND && e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
                 throw e;
             }

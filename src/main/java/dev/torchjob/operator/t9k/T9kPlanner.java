@@ -114,7 +114,7 @@ public final class T9kPlanner {
         specInForce(next, submitted, model, rejectedEdit, rejectedBefore, decision.decidedAt());
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
-                Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), List.copyOf(events),
+                Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
                 decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.of(), List.of());
     }
 
@@ -143,7 +143,7 @@ public final class T9kPlanner {
         JobState ran = new JobState(true, JobPhase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
                 groups, ended.elasticReplicas(), true, true, before.pause(), false, false, null);
         return new Decision(ran, new Situation.Active(false, "All replicas are healthy."), false, false, false, List.of(), List.of(),
-                List.of(), Optional.empty(), List.of(), Optional.of(Duration.ZERO), ending.decidedAt(), false, ending.queue());
+                List.of(), List.of(), Optional.empty(), List.of(), Optional.of(Duration.ZERO), ending.decidedAt(), false, ending.queue());
     }
 
     /**

@@ -16,9 +16,13 @@ import io.fabric8.kubernetes.api.model.Pod;
  */
 public record NodeContainer(long pid) {
 
-    /** The main process of the pod's first container (containerd's task for the container ID the kubelet reports). */
+    /** The main process of the pod's training container (containerd's task for the container ID the kubelet reports). */
     public static NodeContainer of(RealNode node, Pod pod) {
-        String id = pod.getStatus().getContainerStatuses().get(0).getContainerID().replaceFirst("^containerd://", "");
+        // The training container's: the kubelet orders the statuses by name, a sidecar's may come first.
+        String training = dev.torchjob.operator.engine.TrainingContainer.of(pod).getName();
+        String id = pod.getStatus().getContainerStatuses().stream().filter(s -> training.equals(s.getName())).findFirst()
+                .orElseThrow(() -> new AssertionError("no status of container " + training + " of " + pod.getMetadata().getName()))
+                .getContainerID().replaceFirst("^containerd://", "");
         return node.ctr("tasks", "ls").out().lines().map(String::strip).filter(line -> line.startsWith(id + " "))
                 .map(line -> new NodeContainer(Long.parseLong(line.split("\\s+")[1])))
                 .findFirst().orElseThrow(() -> new AssertionError("no task for container " + id + " of " + pod.getMetadata().getName()));

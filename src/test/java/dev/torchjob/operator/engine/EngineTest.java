@@ -151,6 +151,11 @@ class EngineTest {
                     pod.getMetadata().setDeletionGracePeriodSeconds(grace);
                 }
             }
+            for (Plan.SidecarStop stop : decision.sidecarsToStop()) {
+                Pod pod = pods.get(stop.name());
+                pod.getMetadata().setAnnotations(new LinkedHashMap<>(Map.of(Pods.SIDECARS_STOPPED, now.toString())));
+                pod.getSpec().setActiveDeadlineSeconds(1L);
+            }
             for (Decision.PodRequest request : decision.podsToCreate()) {
                 String name = request.slot().podName();
                 created.put(name, "uid-" + (uids + 1));
@@ -172,6 +177,32 @@ class EngineTest {
                     .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
                     .withReason(reason).withMessage(output).withStartedAt(at.minusSeconds(60).toString()).withFinishedAt(at.toString())
                     .endTerminated().endState().endContainerStatus().build());
+        }
+
+        /**
+         * The training container exited at {@code at} while a sidecar (a mesh's proxy) runs on: the kubelet keeps the pod
+         * Running. {@code restartPolicy} is the pod's: under OnFailure the kubelet would start a failed one again.
+         */
+        void exitBesideSidecar(String pod, String restartPolicy, int exitCode, String reason, String output, Instant at) {
+            Pod p = pods.get(pod);
+            p.getSpec().setRestartPolicy(restartPolicy);
+            p.getSpec().getContainers().add(new io.fabric8.kubernetes.api.model.ContainerBuilder().withName("istio-proxy").build());
+            p.setStatus(new io.fabric8.kubernetes.api.model.PodStatusBuilder().withPhase("Running")
+                    .addNewContainerStatus().withName("istio-proxy").withNewState().withNewRunning().endRunning().endState().endContainerStatus()
+                    .addNewContainerStatus().withName("pytorch").withNewState().withNewTerminated().withExitCode(exitCode)
+                    .withReason(reason).withMessage(output).withStartedAt(at.minusSeconds(60).toString()).withFinishedAt(at.toString())
+                    .endTerminated().endState().endContainerStatus().build());
+        }
+
+        /** The kubelet ends a pod whose activeDeadlineSeconds is past: the sidecar is killed, the pod Failed with DeadlineExceeded. */
+        void deadlineExceeded(String pod) {
+            var status = pods.get(pod).getStatus();
+            status.setPhase("Failed");
+            status.setReason("DeadlineExceeded");
+            status.setMessage("Pod was active on the node longer than the specified deadline");
+            status.getContainerStatuses().stream().filter(c -> c.getName().equals("istio-proxy")).forEach(c -> c.setState(
+                    new io.fabric8.kubernetes.api.model.ContainerStateBuilder().withNewTerminated().withExitCode(137).withReason("Error")
+                            .endTerminated().build()));
         }
 
         /**

@@ -65,7 +65,7 @@ class InstallManifestsTest {
         assertEquals(Set.of("get", "list", "watch", "patch"), verbs.get("pytorchtrainingjobs"), "patch: Kueue's default LocalQueue label");
         assertEquals(Set.of("get", "update", "patch"), verbs.get("pytorchtrainingjobs/status"));
         assertEquals(Set.of("update"), verbs.get("pytorchtrainingjobs/finalizers"));
-        assertEquals(Set.of("get", "list", "watch", "create", "delete"), verbs.get("pods"));
+        assertEquals(Set.of("get", "list", "watch", "create", "delete", "patch"), verbs.get("pods"), "patch: a finished replica's sidecars");
         assertEquals(Set.of("get", "list", "watch", "create"), verbs.get("services"));
         assertEquals(Set.of("create", "list"), verbs.get("events"));
         assertEquals(Set.of("get", "create"), verbs.get("podgroups"));

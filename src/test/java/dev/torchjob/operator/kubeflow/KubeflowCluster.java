@@ -73,6 +73,7 @@ final class KubeflowCluster {
         }
         job.setStatus(plan.status());
         plan.podsToDelete().forEach(d -> pods.remove(d.name()));
+        plan.sidecarsToStop().forEach(stop -> PodFates.sidecarsStopped(pods.get(stop.name())));
         plan.servicesToDelete().forEach(services::remove);
         plan.servicesToCreate().forEach(s -> services.add(s.getMetadata().getName()));
         for (Pod pod : plan.podsToCreate()) {
@@ -127,6 +128,10 @@ final class KubeflowCluster {
 
     void exit(String name, int exitCode) {
         PodFates.exited(pods.get(name), exitCode, null);
+    }
+
+    void exitBesideSidecar(String name, int exitCode) {
+        PodFates.exitedBesideSidecar(pods.get(name), exitCode);
     }
 
     void restartInPlace(String name, int exitCode) {

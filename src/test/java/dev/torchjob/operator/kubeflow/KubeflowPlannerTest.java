@@ -218,6 +218,27 @@ class KubeflowPlannerTest {
         assertEquals("Failed", cluster.state());
     }
 
+    /** Istio's proxy injected beside each rank: the counts and the outcome follow the training container. */
+    @Test
+    void aSidecarRunningOnKeepsNoReplicaActive() {
+        String pod = "{spec: {containers: [{name: pytorch, image: torch}, {name: istio-proxy, image: proxyv2}]}}";
+        KubeflowCluster cluster = job("pytorchReplicaSpecs:\n  Master: {restartPolicy: OnFailure, template: " + pod
+                + "}\n  Worker: {replicas: 2, restartPolicy: OnFailure, template: " + pod + "}");
+        cluster.started();
+        cluster.exitBesideSidecar("j-worker-0", 0);
+        Plan<PyTorchJobStatus> workerDone = cluster.reconcile();
+        assertEquals(List.of("j-worker-0"), workerDone.sidecarsToStop().stream().map(Plan.SidecarStop::name).toList());
+        assertEquals(1, replicas(cluster, "Worker").succeeded);
+        assertEquals(1, replicas(cluster, "Worker").active);
+        assertEquals("Running", cluster.state());
+        cluster.exitBesideSidecar("j-master-0", 0);
+        cluster.settle();
+        assertEquals("Succeeded", cluster.state(), "the master's training succeeded, its pod Running only for its proxy");
+        assertEquals(1, replicas(cluster, "Master").succeeded);
+        assertNull(replicas(cluster, "Master").failed, "its DeadlineExceeded, once stopped, is not a failure");
+        assertEquals(2, replicas(cluster, "Worker").succeeded);
+    }
+
     @Test
     void cleanPodPolicyAllDeletesEveryPodAndService() {
         KubeflowCluster cluster = job("runPolicy: {cleanPodPolicy: All}\npytorchReplicaSpecs:\n  Worker: {replicas: 2, template: " + POD + "}");

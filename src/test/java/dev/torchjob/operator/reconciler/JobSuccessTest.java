@@ -104,6 +104,30 @@ class JobSuccessTest {
         assertEquals(3, cluster.pods().size(), "cleanUpPolicy None keeps the pods");
     }
 
+    /** The master's training exited 0 while its sidecar runs on: the job succeeded, and the kubelet is told to end the pod. */
+    @Test
+    void aMastersSuccessBesideARunningSidecarEndsTheJobAndItsPod() {
+        OperatorHarness cluster = new OperatorHarness(client, "sidecar");
+        String rank = "          env: [{name: RANK, value: \"42\"}]\n";
+        assertTrue(DEMO.contains(rank));
+        cluster.submit(DEMO.replace(rank, rank + "        - name: sidecar\n          image: envoyproxy/envoy:v1.31.0\n"));
+        cluster.awaitPodNames("demo-master-0", "demo-worker-0", "demo-worker-1");
+        cluster.runAll();
+        cluster.awaitPhase("demo", JobPhase.Running);
+        ((StatusWritingKubelet) cluster.kubelet).exitBesideSidecar("demo-master-0", 0);
+        PyTorchTrainingJob done = cluster.awaitPhase("demo", JobPhase.Succeeded);
+        assertEquals("Succeeded", cluster.condition("demo", "Completed").reason);
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).untilAsserted(() -> {
+            Pod master = cluster.pod("demo-master-0");
+            assertEquals(1L, master.getSpec().getActiveDeadlineSeconds(), "a deadline already past: its kubelet ends it");
+            assertNotNull(master.getMetadata().getAnnotations().get("torchjob.dev/sidecars-stopped"));
+        });
+        assertEquals(null, cluster.pod("demo-worker-0").getSpec().getActiveDeadlineSeconds(), "a pod whose training runs is left alone");
+        assertEquals(3, cluster.pods().size(), "kept (cleanUpPolicy None), logs and all");
+        assertEquals(0, done.getStatus().tasks.get(0).replicas.get(0).containers.stream()
+                .filter(c -> "pytorch".equals(c.name)).findFirst().orElseThrow().exitCode);
+    }
+
     @Test
     void malformedJobFailsWithInvalidSpecAndOtherJobsAreStillServed() {
         OperatorHarness cluster = new OperatorHarness(client, "invalid");

@@ -52,7 +52,7 @@ class LeanCacheTest {
         assertEquals(List.of(), cached.getSpec().getContainers().get(1).getEnv(), "no env");
         assertEquals(List.of(), cached.getSpec().getVolumes());
         assertEquals(List.of(), cached.getSpec().getTolerations());
-        assertNull(cached.getSpec().getRestartPolicy());
+        assertEquals("Never", cached.getSpec().getRestartPolicy(), "whether the kubelet starts an ended training again");
     }
 
     @Test

@@ -63,6 +63,14 @@ public final class StatusWritingKubelet implements Kubelet {
                 .build()));
     }
 
+    /** The training container exited with this code while the pod's other container (a sidecar) runs on: the pod stays Running. */
+    public void exitBesideSidecar(String podName, int exitCode) {
+        List<ContainerStatus> statuses = new java.util.ArrayList<>(terminated(podName, exitCode, exitCode == 0 ? "Completed" : "Error"));
+        statuses.add(new ContainerStatusBuilder().withName("sidecar").withReady(true)
+                .withState(new ContainerStateBuilder().withNewRunning().withStartedAt(Instant.now().toString()).endRunning().build()).build());
+        setStatus(podName, "Running", null, statuses);
+    }
+
     /** Scheduled at {@code scheduledAt}, its containers still being created (a volume not mounted, an image being pulled). */
     public void creating(String podName, Instant scheduledAt) {
         Pod pod = client.pods().inNamespace(namespace).withName(podName).get();

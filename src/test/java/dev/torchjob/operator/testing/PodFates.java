@@ -40,6 +40,30 @@ public final class PodFates {
                 .build());
     }
 
+    /** The training container exited while a sidecar (a mesh's proxy) runs on: the kubelet keeps the pod Running. */
+    public static void exitedBesideSidecar(Pod pod, int exitCode) {
+        pod.setStatus(new PodStatusBuilder().withPhase("Running")
+                .withContainerStatuses(new ContainerStatusBuilder().withName("istio-proxy")
+                        .withState(new ContainerStateBuilder().withNewRunning().endRunning().build()).build(),
+                        new ContainerStatusBuilder().withName(TrainingContainer.of(pod).getName()).withRestartCount(restarts(pod))
+                        .withState(new ContainerStateBuilder().withNewTerminated().withExitCode(exitCode)
+                                .withReason(reason(exitCode)).endTerminated().build())
+                        .build())
+                .build());
+    }
+
+    /** The operator stopped the pod's sidecars: annotated, its deadline past; its kubelet ends it (DeadlineExceeded). */
+    public static void sidecarsStopped(Pod pod) {
+        var annotations = new java.util.HashMap<String, String>(pod.getMetadata().getAnnotations() == null ? java.util.Map.of()
+                : pod.getMetadata().getAnnotations());
+        annotations.put(dev.torchjob.operator.engine.Pods.SIDECARS_STOPPED, "2026-12-01T00:00:00Z");
+        pod.getMetadata().setAnnotations(annotations);
+        pod.getSpec().setActiveDeadlineSeconds(1L);
+        pod.getStatus().setPhase("Failed");
+        pod.getStatus().setReason("DeadlineExceeded");
+        pod.getStatus().setMessage("Pod was active on the node longer than the specified deadline");
+    }
+
     /** The training container exited and the kubelet started it again (pod restartPolicy OnFailure or Always): the pod stays Running. */
     public static void restartedInPlace(Pod pod, int exitCode) {
         pod.setStatus(new PodStatusBuilder().withPhase("Running").withContainerStatuses(new ContainerStatusBuilder()

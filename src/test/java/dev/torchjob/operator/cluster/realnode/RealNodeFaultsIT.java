@@ -65,10 +65,12 @@ class RealNodeFaultsIT {
     static final Kubectl kubectl = install.cluster.kubectl();
     static final RealNode node = RealNode.get();
     static final List<Long> faultToTraining = new ArrayList<>();
+    static final List<Long> sidecarStopped = new ArrayList<>();
 
     @AfterAll
     static void figures() {
         System.out.printf("real node: a rank's fault mid-training -> every rank past init_process_group again: %s ms%n", faultToTraining);
+        System.out.printf("real node: a finished training's sidecar stopped by its kubelet after: %s ms%n", sidecarStopped);
     }
 
     /** The master: trains, keeps its checkpoint in a folder on the node's disk (the example's CHECKPOINT_PATH). */
@@ -77,13 +79,28 @@ class RealNodeFaultsIT {
     }
 
     static String master(String policy, Path state, int epochs) {
+        return master(policy, state, epochs, "");
+    }
+
+    /** {@code sidecar}: containers after the training one ({@link #SIDECAR}), or nothing. */
+    static String master(String policy, Path state, int epochs, String sidecar) {
         return replica("master", policy, """
                 command: [python, train.py]
                 env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
                 resources: {requests: {cpu: 250m}}
                 volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(epochs), state(state));
+                """.formatted(epochs), sidecar + state(state));
     }
+
+    /**
+     * A container beside the training one, as a service mesh injects its proxy: it runs until it is stopped
+     * (SIGTERM ends it at once), so the kubelet keeps its pod Running after the training ended.
+     */
+    static final String SIDECAR = """
+            - name: proxy
+              image: torchjob-examples:0.1.0
+              command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
+            """;
 
     /** A worker; {@code env} adds to its environment, {@code limits} are its resource limits (a YAML flow map). */
     static String worker(String policy, Path state, String env, String limits) {
@@ -91,13 +108,17 @@ class RealNodeFaultsIT {
     }
 
     static String worker(String policy, Path state, String env, String limits, int epochs) {
+        return worker(policy, state, env, limits, epochs, "");
+    }
+
+    static String worker(String policy, Path state, String env, String limits, int epochs, String sidecar) {
         return replica("worker", policy, """
                 command: [python, /workspace/train.py]
                 workingDir: /state
                 env: [{name: EPOCHS, value: "%d"}%s]
                 resources: {requests: {cpu: 250m}, limits: %s}
                 volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(epochs, env, limits), state(state));
+                """.formatted(epochs, env, limits), sidecar + state(state));
     }
 
     /**
@@ -178,6 +199,45 @@ class RealNodeFaultsIT {
         assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
         assertOneRestartResumed(ns, "k", "pod k-worker-0 (container pytorch) exited with code 137 (Error)", before);
         recordTimeToTrainAgain(ns, fault, "k-master-0", "k-worker-0");
+    }
+
+    /**
+     * Each rank beside a sidecar: the kubelet keeps a pod Running while any of its containers runs, so a job read
+     * by its pods' phases would hang on the fault and hold its nodes once done (Kubeflow's with Istio's proxy).
+     * The killed rank is one restart; once the master's training succeeded the job is Succeeded, and every
+     * pod, kept (cleanUpPolicy None), is ended by its kubelet: its sidecar stopped, its logs still there.
+     */
+    @Test
+    void besideASidecarARankKilledMidTrainingIsOneRestartAndTheFinishedJobsPodsEnd() {
+        String ns = install.namespace("sidecar");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "s", "backoffLimit: 2", master("ExitCode", state, EPOCHS, SIDECAR)
+                + worker("ExitCode", state, "", "{}", EPOCHS, SIDECAR));
+        awaitLogged(ns, "s-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        Instant fault = killFromTheMachine(ns, "s-worker-0");
+        PyTorchTrainingJob done = awaitT9k(ns, "s", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart: " + events(ns, null));
+        assertOneRestartResumed(ns, "s", "pod s-worker-0 (container pytorch) exited with code 137 (Error)", before);
+        recordTimeToTrainAgain(ns, fault, "s-master-0", "s-worker-0");
+        await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
+            List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
+            assertEquals(2, pods.size(), "kept: cleanUpPolicy None");
+            for (Pod pod : pods) {
+                assertEquals("Failed", pod.getStatus().getPhase(), pod.getMetadata().getName() + " ended by its kubelet, sidecar included");
+                assertEquals("DeadlineExceeded", pod.getStatus().getReason());
+                assertTrue(pod.getMetadata().getAnnotations().containsKey("torchjob.dev/sidecars-stopped"), pod.getMetadata().toString());
+            }
+        });
+        for (Pod pod : admin.pods().inNamespace(ns).list().getItems()) {
+            var ended = pod.getStatus().getContainerStatuses().stream()
+                    .collect(Collectors.toMap(c -> c.getName(), c -> Instant.parse(c.getState().getTerminated().getFinishedAt())));
+            sidecarStopped.add(Duration.between(ended.get("pytorch"), ended.get("proxy")).toMillis());
+        }
+        assertTrue(logs(ns, "s-master-0").contains("final accuracy"), "its logs are kept");
+        assertEquals(JobPhase.Succeeded, awaitT9k(ns, "s", JobPhase.Succeeded).getStatus().phase,
+                "the pods' DeadlineExceeded does not undo the training's success");
+        assertTrue(events(ns, "Failed").isEmpty(), events(ns, null).toString());
     }
 
     @Test
