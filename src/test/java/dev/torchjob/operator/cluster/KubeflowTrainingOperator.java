@@ -30,6 +30,27 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
     private static final Path CERTS = WebhookCertificate.CONTROLLER_RUNTIME_CERTS;
     private static final String CERT_SECRET = "training-operator-webhook-cert";
 
+    /** Kubeflow's init container template (pkg/controller.v1/pytorch/initcontainer.go), its nslookup loop in Python. */
+    static final String INIT_CONTAINER = """
+            - name: init-pytorch
+              image: {{.InitContainerImage}}
+              imagePullPolicy: IfNotPresent
+              resources: {limits: {cpu: 100m, memory: 64Mi}, requests: {cpu: 50m, memory: 10Mi}}
+              command:
+              - python
+              - -c
+              - |
+                import socket, sys, time
+                for _ in range({{.MaxTries}}):
+                    try:
+                        socket.gethostbyname("{{.MasterAddr}}")
+                        sys.exit(0)
+                    except OSError:
+                        print("waiting for master", flush=True)
+                        time.sleep(2)
+                sys.exit(1)
+            """;
+
     private final ControlPlane cluster;
 
     private KubeflowTrainingOperator(ControlPlane cluster) {
@@ -57,6 +78,12 @@ public final class KubeflowTrainingOperator implements AutoCloseable {
                     "--kubeconfig=" + cluster.adminKubeconfig, "--enable-scheme=pytorchjob", "--namespace=" + namespace,
                     "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + probes,
                     "--webhook-server-port=" + ListenPorts.free()));
+            // Its init container waits for the master's name with nslookup in alpine, an image no registry here serves:
+            // the same wait, written in the examples' image that every node has (kwok only marks it done).
+            Path initContainer = cluster.work.resolve("kubeflow-init-container.yaml");
+            Files.writeString(initContainer, INIT_CONTAINER);
+            command.addAll(List.of("--pytorch-init-container-image=" + RealNodeJobs.EXAMPLES_IMAGE,
+                    "--pytorch-init-container-template-file=" + initContainer));
             if (gangSchedulerName != null) {
                 command.add("--gang-scheduler-name=" + gangSchedulerName);
             }

@@ -54,6 +54,9 @@ public final class RealNodeJobs {
         return admin.pods().inAnyNamespace().withField("spec.nodeName", RealNode.NAME).list().getItems();
     }
 
+    /** The examples' image (kubernetes/examples/local), loaded into the real node's containerd: no registry serves images here. */
+    public static final String EXAMPLES_IMAGE = "torchjob-examples:0.1.0";
+
     /** A replica group of one replica that trains train.py for that many epochs. */
     public static String training(String type, String policy, int epochs) {
         return replica(type, policy, """

@@ -32,6 +32,7 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.AppWrapperController;
 import dev.torchjob.operator.cluster.GangSchedulers;
 import dev.torchjob.operator.cluster.Kubectl;
+import dev.torchjob.operator.cluster.KubeflowTrainingOperator;
 import dev.torchjob.operator.cluster.KueueInstall;
 import dev.torchjob.operator.cluster.NodeContainer;
 import dev.torchjob.operator.cluster.OnTheRealNode;
@@ -102,6 +103,10 @@ class RealNodeFaultsIT {
               command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
             """;
 
+    /** {@link #SIDECAR} as a YAML flow map, after a comma: for {@link #kubeflowJob}. */
+    static final String SIDECAR_FLOW = ", {name: proxy, image: torchjob-examples:0.1.0, command: [python, -c, "
+            + "\"import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)\"]}";
+
     /** A worker; {@code env} adds to its environment, {@code limits} are its resource limits (a YAML flow map). */
     static String worker(String policy, Path state, String env, String limits) {
         return worker(policy, state, env, limits, EPOCHS);
@@ -126,12 +131,17 @@ class RealNodeFaultsIT {
      * ({@code env} added, {@code limits} a YAML flow map), their folder on the node's disk.
      */
     static String kubeflowJob(String policy, Path state, String env, String limits) {
+        return kubeflowJob(policy, state, env, limits, "");
+    }
+
+    /** {@code sidecar}: containers after the training one, each a YAML flow map after a comma ({@link #SIDECAR_FLOW}), or nothing. */
+    static String kubeflowJob(String policy, Path state, String env, String limits, String sidecar) {
         String container = """
                       template: {spec: {containers: [{name: pytorch, image: torchjob-examples:0.1.0, command: [python, /workspace/train.py],
                         workingDir: /state, env: [{name: EPOCHS, value: "%d"}%s],
-                        resources: {requests: {cpu: 250m}, limits: %s}, volumeMounts: [{name: state, mountPath: /state}]}],
+                        resources: {requests: {cpu: 250m}, limits: %s}, volumeMounts: [{name: state, mountPath: /state}]}%s],
                         volumes: [{name: state, hostPath: {path: %s, type: DirectoryOrCreate}}]}}
-                """.formatted(EPOCHS, env, limits, state);
+                """.formatted(EPOCHS, env, limits, sidecar, state);
         return """
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
@@ -238,6 +248,58 @@ class RealNodeFaultsIT {
         assertEquals(JobPhase.Succeeded, awaitT9k(ns, "s", JobPhase.Succeeded).getStatus().phase,
                 "the pods' DeadlineExceeded does not undo the training's success");
         assertTrue(events(ns, "Failed").isEmpty(), events(ns, null).toString());
+    }
+
+    /**
+     * The same fault beside sidecars, first under Kubeflow's own training-operator v1.9.4, then under this operator: a
+     * Kubeflow job (ExitCode, a master and two workers, a sidecar beside each), worker-0 killed mid-training. Kubeflow's
+     * reads pod phases: once every rank's training has ended (the peers in their collective) it still says the job is
+     * Running, its pods untouched, nothing restarted — and would until someone deletes the job. This operator restarts it
+     * once, named by the kill, and it succeeds.
+     */
+    @Test
+    void besideSidecarsKubeflowsOperatorNeverSeesTheFaultAndThisOneRestartsOnce() throws Exception {
+        install.stopSharedOperator();
+        try {
+            String ns = install.namespace("kf-sidecar");
+            Path state = RealNode.STATE.resolve("markers").resolve(ns);
+            try (KubeflowTrainingOperator kubeflow = KubeflowTrainingOperator.start(install.cluster, ns, null)) {
+                kubectl.runWithInput(kubeflowJob("ExitCode", state, "", "{}", SIDECAR_FLOW), "apply", "-n", ns, "-f", "-").orFail();
+                awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+                Set<String> before = podUids(ns);
+                killFromTheMachine(ns, "kf-worker-0");
+                await().atMost(TRAINING).pollInterval(Duration.ofMillis(500)).until(() -> admin.pods().inNamespace(ns).list().getItems()
+                        .stream().allMatch(p -> p.getStatus().getContainerStatuses().stream()
+                                .anyMatch(c -> c.getName().equals("pytorch") && c.getState().getTerminated() != null)));
+                Instant allEnded = Instant.now();
+                await().pollDelay(Duration.ofSeconds(20)).atMost(Duration.ofSeconds(21)).until(() -> true);
+                PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get();
+                String conditions = job.getStatus().conditions.stream().filter(c -> "True".equals(c.status)).map(c -> c.type)
+                        .collect(Collectors.joining(","));
+                List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
+                System.out.printf("real node, Kubeflow's training-operator, sidecars: %d s after every rank's training ended: "
+                        + "conditions %s, pods %s%n", Duration.between(allEnded, Instant.now()).toSeconds(), conditions,
+                        pods.stream().map(p -> p.getMetadata().getName() + "=" + p.getStatus().getPhase()).toList());
+                assertEquals("Created,Running", conditions, "Kubeflow still says Running: " + events(ns, null));
+                assertEquals(before, podUids(ns), "Kubeflow restarted nothing");
+                assertTrue(pods.stream().allMatch(p -> "Running".equals(p.getStatus().getPhase())), "held Running by their sidecars");
+            }
+            // Only deleting it ends Kubeflow's job: gone before this operator starts, which would restart it.
+            admin.namespaces().withName(ns).delete();
+            await().atMost(Duration.ofSeconds(60)).until(() -> admin.pods().inNamespace(ns).list().getItems().isEmpty());
+            install.operator();
+            String ours = install.namespace("ours-sidecar");
+            Path oursState = RealNode.STATE.resolve("markers").resolve(ours);
+            kubectl.runWithInput(kubeflowJob("ExitCode", oursState, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}", "{}",
+                    SIDECAR_FLOW), "apply", "-n", ours, "-f", "-").orFail();
+            awaitLogged(ours, "kf-master-0", "epoch 3/" + EPOCHS);
+            Instant fault = killFromTheMachine(ours, "kf-worker-0");
+            assertKubeflowJobSucceededAfterOneRestart(ours, "pod kf-worker-0 (container pytorch) exited with code 137 (Error)");
+            assertTrue(logs(ours, "kf-master-0").contains("resuming at epoch"), logs(ours, "kf-master-0"));
+            recordTimeToTrainAgain(ours, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+        } finally {
+            install.operator();
+        }
     }
 
     @Test
