@@ -12,8 +12,9 @@ import io.fabric8.kubernetes.api.model.Service;
 
 /**
  * What one pass of reconciliation should do, in one job API's shape: the engine's decision
- * rendered by the API's adapter. The executor writes {@code status} first (when it changed),
- * then events and deletes, then creates (a job's first pass may create first: {@link #statusCanFollowCreates()}).
+ * rendered by the API's adapter. The executor says the events, writes {@code status} (when it changed),
+ * then deletes, creates and stops sidecars, in that order (a job's first pass may create first:
+ * {@link #statusCanFollowCreates()}).
  *
  * @param <S> the API's status type
  */

@@ -59,8 +59,9 @@ public final class Pods {
     }
 
     /**
-     * A pod the training no longer needs that still runs: its training container ended for good, another
-     * container did not (a sidecar), and the operator has not stopped it yet ({@link #SIDECARS_STOPPED}).
+     * A pod the training no longer needs that still runs: its training container ended for good, another of its
+     * containers did not (a sidecar), and the operator has not stopped it yet ({@link #SIDECARS_STOPPED}). Kubernetes'
+     * own sidecars (init containers that restart) are not counted: their kubelet ends them itself, a second later.
      */
     static boolean runsOnlySidecars(Pod pod) {
         String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
@@ -68,7 +69,8 @@ public final class Pods {
             return false;
         }
         Optional<Integer> exit = trainingExit(pod);
-        return exit.isPresent() && endedForGood(pod, exit.get());
+        return exit.isPresent() && endedForGood(pod, exit.get()) && pod.getStatus().getContainerStatuses().stream()
+                .anyMatch(status -> status.getState() == null || status.getState().getTerminated() == null);
     }
 
     /** The operator stopped the pod's sidecars: what the pod says of its end since is the operator's doing, not the kubelet's. */

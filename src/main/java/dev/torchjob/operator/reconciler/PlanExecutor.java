@@ -103,8 +103,6 @@ public class PlanExecutor {
         List<Uni<Void>> deletesAndApplies = new ArrayList<>();
         plan.podsToDelete().forEach(deletion -> deletesAndApplies.add(call(
                 () -> step("FailedDeletePod", "pod " + deletion.name(), () -> delete(namespace, deletion)))));
-        plan.sidecarsToStop().forEach(stop -> deletesAndApplies.add(call(
-                () -> step("FailedStopSidecars", "pod " + stop.name(), () -> stopSidecars(namespace, stop)))));
         plan.servicesToDelete().forEach(service -> deletesAndApplies.add(call(
                 () -> step("FailedDeleteService", "Service " + service, () -> deleteService(namespace, service)))));
         plan.objectsToDelete().forEach(object -> deletesAndApplies.add(call(() -> step("FailedDelete" + object.getKind(),
@@ -167,6 +165,9 @@ public class PlanExecutor {
                 }
             });
         }
+        // Last: a refused stop (said like any refused step) holds nothing else of the pass back.
+        inParallel(plan.sidecarsToStop().stream().map(stop -> call(
+                () -> step("FailedStopSidecars", "pod " + stop.name(), () -> stopSidecars(namespace, stop)))).toList());
     }
 
     /**

@@ -116,6 +116,20 @@ class SidecarTest {
     }
 
     @Test
+    void kubernetesOwnSidecarIsLeftToItsKubelet() {
+        Run run = GroupRestartTest.running(RestartPolicy.ExitCode, 3);
+        run.exitBesideSidecar("j-master-0", "Never", 0, "Completed", null, FAULT);
+        // The proxy as an init container with restartPolicy Always: its kubelet ends it a moment after the training.
+        var status = run.pods.get("j-master-0").getStatus();
+        var proxy = status.getContainerStatuses().remove(0);
+        status.setInitContainerStatuses(new java.util.ArrayList<>(List.of(proxy)));
+        run.pods.get("j-master-0").getSpec().getContainers().removeIf(c -> c.getName().equals("istio-proxy"));
+        Decision done = run.pass();
+        assertEquals(Outcome.Succeeded, done.state().outcome());
+        assertEquals(List.of(), stopped(done), "a stop would race its kubelet and turn a Succeeded pod Failed");
+    }
+
+    @Test
     void podsRestartPolicyAlwaysIsLeftToItsKubelet() {
         Run run = GroupRestartTest.running(RestartPolicy.OnFailure, 3);
         run.exitBesideSidecar("j-master-0", "Always", 0, "Completed", null, FAULT);

@@ -67,11 +67,13 @@ class RealNodeFaultsIT {
     static final RealNode node = RealNode.get();
     static final List<Long> faultToTraining = new ArrayList<>();
     static final List<Long> sidecarStopped = new ArrayList<>();
+    static final List<Long> nativeSidecarStopped = new ArrayList<>();
 
     @AfterAll
     static void figures() {
         System.out.printf("real node: a rank's fault mid-training -> every rank past init_process_group again: %s ms%n", faultToTraining);
-        System.out.printf("real node: a finished training's sidecar stopped by its kubelet after: %s ms%n", sidecarStopped);
+        System.out.printf("real node: a finished training's sidecar stopped by its kubelet after: %s ms (native sidecars: %s ms)%n",
+                sidecarStopped, nativeSidecarStopped);
     }
 
     /** The master: trains, keeps its checkpoint in a folder on the node's disk (the example's CHECKPOINT_PATH). */
@@ -100,6 +102,15 @@ class RealNodeFaultsIT {
     static final String SIDECAR = """
             - name: proxy
               image: torchjob-examples:0.1.0
+              command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
+            """;
+
+    /** {@link #SIDECAR} as Kubernetes' own sidecar: an init container with {@code restartPolicy: Always}, which the kubelet ends itself. */
+    static final String NATIVE_SIDECAR = """
+            initContainers:
+            - name: proxy
+              image: torchjob-examples:0.1.0
+              restartPolicy: Always
               command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
             """;
 
@@ -215,14 +226,18 @@ class RealNodeFaultsIT {
      * Each rank beside a sidecar: the kubelet keeps a pod Running while any of its containers runs, so a job read
      * by its pods' phases would hang on the fault and hold its nodes once done (Kubeflow's with Istio's proxy).
      * The killed rank is one restart; once the master's training succeeded the job is Succeeded, and every
-     * pod, kept (cleanUpPolicy None), is ended by its kubelet: its sidecar stopped, its logs still there.
+     * pod, kept (cleanUpPolicy None), is ended by its kubelet: its sidecar stopped, its logs still there. Kubernetes'
+     * own sidecar (an init container that restarts) needs nothing of the operator: its kubelet ends the pod, Succeeded.
      */
-    @Test
-    void besideASidecarARankKilledMidTrainingIsOneRestartAndTheFinishedJobsPodsEnd() {
-        String ns = install.namespace("sidecar");
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"container", "native"})
+    void besideASidecarARankKilledMidTrainingIsOneRestartAndTheFinishedJobsPodsEnd(String kind) {
+        boolean stoppedByTheOperator = kind.equals("container");
+        String sidecar = stoppedByTheOperator ? SIDECAR : NATIVE_SIDECAR;
+        String ns = install.namespace("sidecar-" + kind);
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        submitT9k(ns, "s", "backoffLimit: 2", master("ExitCode", state, EPOCHS, SIDECAR)
-                + worker("ExitCode", state, "", "{}", EPOCHS, SIDECAR));
+        submitT9k(ns, "s", "backoffLimit: 2", master("ExitCode", state, EPOCHS, sidecar)
+                + worker("ExitCode", state, "", "{}", EPOCHS, sidecar));
         awaitLogged(ns, "s-master-0", "epoch 3/" + EPOCHS);
         Set<String> before = podUids(ns);
         Instant fault = killFromTheMachine(ns, "s-worker-0");
@@ -234,15 +249,25 @@ class RealNodeFaultsIT {
             List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
             assertEquals(2, pods.size(), "kept: cleanUpPolicy None");
             for (Pod pod : pods) {
-                assertEquals("Failed", pod.getStatus().getPhase(), pod.getMetadata().getName() + " ended by its kubelet, sidecar included");
-                assertEquals("DeadlineExceeded", pod.getStatus().getReason());
-                assertTrue(pod.getMetadata().getAnnotations().containsKey("torchjob.dev/sidecars-stopped"), pod.getMetadata().toString());
+                String name = pod.getMetadata().getName();
+                var annotations = pod.getMetadata().getAnnotations();
+                if (stoppedByTheOperator) {
+                    assertEquals("Failed", pod.getStatus().getPhase(), name + " ended by its kubelet, sidecar included");
+                    assertEquals("DeadlineExceeded", pod.getStatus().getReason(), name);
+                    assertTrue(annotations.containsKey("torchjob.dev/sidecars-stopped"), pod.getMetadata().toString());
+                } else {
+                    assertEquals("Succeeded", pod.getStatus().getPhase(), name + ": its kubelet ends a native sidecar itself");
+                    assertFalse(annotations != null && annotations.containsKey("torchjob.dev/sidecars-stopped"), name);
+                }
             }
         });
         for (Pod pod : admin.pods().inNamespace(ns).list().getItems()) {
-            var ended = pod.getStatus().getContainerStatuses().stream()
-                    .collect(Collectors.toMap(c -> c.getName(), c -> Instant.parse(c.getState().getTerminated().getFinishedAt())));
-            sidecarStopped.add(Duration.between(ended.get("pytorch"), ended.get("proxy")).toMillis());
+            var statuses = new ArrayList<>(pod.getStatus().getContainerStatuses());
+            if (pod.getStatus().getInitContainerStatuses() != null) {
+                statuses.addAll(pod.getStatus().getInitContainerStatuses());
+            }
+            var ended = statuses.stream().collect(Collectors.toMap(c -> c.getName(), c -> Instant.parse(c.getState().getTerminated().getFinishedAt())));
+            (stoppedByTheOperator ? sidecarStopped : nativeSidecarStopped).add(Duration.between(ended.get("pytorch"), ended.get("proxy")).toMillis());
         }
         assertTrue(logs(ns, "s-master-0").contains("final accuracy"), "its logs are kept");
         assertEquals(JobPhase.Succeeded, awaitT9k(ns, "s", JobPhase.Succeeded).getStatus().phase,
