@@ -459,8 +459,8 @@ public final class Engine {
             JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
                     List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, queued, outcome);
             return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(out.creates),
-                    List.copyOf(out.deletes), sidecarsToStop(), List.copyOf(out.events), Optional.ofNullable(podsCreated), List.copyOf(out.restarts),
-                    out.recheckAfter(), now, deleteJob, queue);
+                    List.copyOf(out.deletes), sidecarsToStop(), List.copyOf(out.events), Optional.ofNullable(podsCreated),
+                    List.copyOf(out.restarts), out.recheckAfter(), now, deleteJob, queue);
         }
 
         // ---- helpers ------------------------------------------------------------------------------
@@ -472,8 +472,7 @@ public final class Engine {
         private List<Plan.SidecarStop> sidecarsToStop() {
             Set<String> deleted = out.deletes.stream().map(Plan.PodDeletion::name).collect(Collectors.toSet());
             return pods.values().stream().filter(Pods::runsOnlySidecars).filter(pod -> !deleted.contains(pod.getMetadata().getName()))
-                    .map(pod -> new Plan.SidecarStop(pod.getMetadata().getName(), pod.getMetadata().getUid(),
-                            pod.getMetadata().getResourceVersion()))
+                    .map(pod -> new Plan.SidecarStop(pod.getMetadata().getName(), pod.getMetadata().getResourceVersion()))
                     .toList();
         }
 

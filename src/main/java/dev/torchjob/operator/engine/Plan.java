@@ -53,8 +53,8 @@ public record Plan<S>(
      * created rather than announcing them: one status write fewer per job, and the pods come sooner.
      */
     public boolean statusCanFollowCreates() {
-        return !before.planned() && statusChanged && !podsToCreate.isEmpty() && podsToDelete.isEmpty() && sidecarsToStop.isEmpty() && servicesToDelete.isEmpty()
-                && objectsToDelete.isEmpty() && events.isEmpty() && restarts.isEmpty() && !deleteJob;
+        return !before.planned() && statusChanged && !podsToCreate.isEmpty() && podsToDelete.isEmpty() && sidecarsToStop.isEmpty()
+                && servicesToDelete.isEmpty() && objectsToDelete.isEmpty() && events.isEmpty() && restarts.isEmpty() && !deleteJob;
     }
 
     /** This plan without its status write (the status is left to a later plan of the same pass). */
@@ -70,8 +70,8 @@ public record Plan<S>(
      */
     public Plan<S> followedBy(Plan<S> next) {
         return new Plan<>(next.status, true, before, next.after, next.decidedAt, next.servicesToCreate, next.servicesToDelete,
-                next.podGroupToCreate, next.podsToCreate, next.podsToDelete, next.sidecarsToStop, next.events, next.podsCreated, next.restarts,
-                next.recheckAfter, next.deleteJob, next.objectsToApply, next.objectsToDelete);
+                next.podGroupToCreate, next.podsToCreate, next.podsToDelete, next.sidecarsToStop, next.events, next.podsCreated,
+                next.restarts, next.recheckAfter, next.deleteJob, next.objectsToApply, next.objectsToDelete);
     }
 
     /** A pass that changes nothing: the job is another controller's to run. */
@@ -119,7 +119,7 @@ public record Plan<S>(
      * {@code activeDeadlineSeconds} already past, so its kubelet ends it as if it were done and keeps it,
      * its logs with it; resourceVersion is the write's precondition, as for a deletion.
      */
-    public record SidecarStop(String name, String uid, String resourceVersion) {
+    public record SidecarStop(String name, String resourceVersion) {
     }
 
     /**

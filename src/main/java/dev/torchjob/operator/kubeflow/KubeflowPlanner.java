@@ -171,8 +171,8 @@ public final class KubeflowPlanner {
         PyTorchJobStatus next = status(job, previous, decision, pods);
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
         return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
-                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events), decision.podsCreated(),
-                decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
+                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
+                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
     }
 
     /**

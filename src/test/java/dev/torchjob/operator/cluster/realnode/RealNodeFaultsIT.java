@@ -266,8 +266,10 @@ class RealNodeFaultsIT {
             if (pod.getStatus().getInitContainerStatuses() != null) {
                 statuses.addAll(pod.getStatus().getInitContainerStatuses());
             }
-            var ended = statuses.stream().collect(Collectors.toMap(c -> c.getName(), c -> Instant.parse(c.getState().getTerminated().getFinishedAt())));
-            (stoppedByTheOperator ? sidecarStopped : nativeSidecarStopped).add(Duration.between(ended.get("pytorch"), ended.get("proxy")).toMillis());
+            var ended = statuses.stream().collect(Collectors.toMap(c -> c.getName(),
+                    c -> Instant.parse(c.getState().getTerminated().getFinishedAt())));
+            (stoppedByTheOperator ? sidecarStopped : nativeSidecarStopped)
+                    .add(Duration.between(ended.get("pytorch"), ended.get("proxy")).toMillis());
         }
         assertTrue(logs(ns, "s-master-0").contains("final accuracy"), "its logs are kept");
         assertEquals(JobPhase.Succeeded, awaitT9k(ns, "s", JobPhase.Succeeded).getStatus().phase,
