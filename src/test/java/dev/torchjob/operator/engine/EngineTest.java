@@ -153,7 +153,10 @@ class EngineTest {
             }
             for (Plan.SidecarStop stop : decision.sidecarsToStop()) {
                 Pod pod = pods.get(stop.name());
-                pod.getMetadata().setAnnotations(new LinkedHashMap<>(Map.of(Pods.SIDECARS_STOPPED, now.toString())));
+                Map<String, String> annotations = new LinkedHashMap<>(pod.getMetadata().getAnnotations() == null ? Map.of()
+                        : pod.getMetadata().getAnnotations());
+                annotations.put(Pods.SIDECARS_STOPPED, now.toString());
+                pod.getMetadata().setAnnotations(annotations);
                 pod.getSpec().setActiveDeadlineSeconds(1L);
             }
             for (Decision.PodRequest request : decision.podsToCreate()) {
