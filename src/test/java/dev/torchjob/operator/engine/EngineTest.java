@@ -199,13 +199,7 @@ class EngineTest {
 
         /** The kubelet ends a pod whose activeDeadlineSeconds is past: the sidecar is killed, the pod Failed with DeadlineExceeded. */
         void deadlineExceeded(String pod) {
-            var status = pods.get(pod).getStatus();
-            status.setPhase("Failed");
-            status.setReason("DeadlineExceeded");
-            status.setMessage("Pod was active on the node longer than the specified deadline");
-            status.getContainerStatuses().stream().filter(c -> c.getName().equals("istio-proxy")).forEach(c -> c.setState(
-                    new io.fabric8.kubernetes.api.model.ContainerStateBuilder().withNewTerminated().withExitCode(137).withReason("Error")
-                            .endTerminated().build()));
+            dev.torchjob.operator.testing.PodFates.deadlineExceeded(pods.get(pod));
         }
 
         /**

@@ -59,9 +59,17 @@ public final class PodFates {
         annotations.put(dev.torchjob.operator.engine.Pods.SIDECARS_STOPPED, "2026-12-01T00:00:00Z");
         pod.getMetadata().setAnnotations(annotations);
         pod.getSpec().setActiveDeadlineSeconds(1L);
+        deadlineExceeded(pod);
+    }
+
+    /** Past its activeDeadlineSeconds: the kubelet kills what still runs (exit 137) and the pod is Failed, DeadlineExceeded. */
+    public static void deadlineExceeded(Pod pod) {
         pod.getStatus().setPhase("Failed");
         pod.getStatus().setReason("DeadlineExceeded");
         pod.getStatus().setMessage("Pod was active on the node longer than the specified deadline");
+        pod.getStatus().getContainerStatuses().stream().filter(c -> c.getState() != null && c.getState().getTerminated() == null)
+                .forEach(c -> c.setState(new ContainerStateBuilder().withNewTerminated().withExitCode(137).withReason("Error")
+                        .endTerminated().build()));
     }
 
     /** The training container exited and the kubelet started it again (pod restartPolicy OnFailure or Always): the pod stays Running. */
