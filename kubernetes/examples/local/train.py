@@ -10,7 +10,12 @@ Rank 0 saves a checkpoint at the end of each epoch to CHECKPOINT_PATH (default c
 working directory; on a cluster, a volume of the master's pod) and every rank resumes from it: when a
 rank fails the operator restarts the job's replicas together, and they lose at most one epoch. A run
 that finishes removes its checkpoint (the model is in MODEL_PATH).
+
+A rank that hangs (a stuck driver or mount, a frozen process) fails no collective of its own: its peers
+wait in theirs for the process group's timeout, 30 minutes by default. PROCESS_GROUP_TIMEOUT (seconds)
+shortens it, so the peers fail soon and the operator restarts the job (docs/when-things-fail.md).
 """
+import datetime
 import os
 import signal
 import sys
@@ -28,6 +33,7 @@ MODEL_PATH = os.environ.get("MODEL_PATH", "model.pt")
 CHECKPOINT_PATH = os.environ.get("CHECKPOINT_PATH", "checkpoint.pt")
 BACKEND = os.environ.get("BACKEND", "gloo")
 DEVICE = os.environ.get("DEVICE", "cuda" if BACKEND == "nccl" else "cpu")
+PROCESS_GROUP_TIMEOUT = os.environ.get("PROCESS_GROUP_TIMEOUT")
 
 
 def fail_once_if_asked():
@@ -113,7 +119,8 @@ def main():
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
         print(f"rank {os.environ['RANK']}: training on {torch.cuda.get_device_name(device)}", flush=True)
-    dist.init_process_group(BACKEND)  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    timeout = {"timeout": datetime.timedelta(seconds=float(PROCESS_GROUP_TIMEOUT))} if PROCESS_GROUP_TIMEOUT else {}
+    dist.init_process_group(BACKEND, **timeout)  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
     rank, world = dist.get_rank(), dist.get_world_size()
 
     # Every rank contributes rank+1: the sum proves all ranks took part.

@@ -31,8 +31,8 @@ final class GroupRestarts {
      */
     static final long SURVIVOR_GRACE_SECONDS = 5;
     /** What a restart says when every rank that stopped only lost a peer. */
-    static final String ONLY_LOST_PEERS = "each says a peer was lost and none failed on its own (the network between them, or a rank "
-            + "stopped where no pod shows it)";
+    static final String ONLY_LOST_PEERS = "each says a peer was lost and none failed on its own (the network between them, a rank "
+            + "that hangs, or a rank stopped where no pod shows it)";
 
     private final TrainingJob job;
     private final JobState previous;

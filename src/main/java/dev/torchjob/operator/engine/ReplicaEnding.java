@@ -29,11 +29,13 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     static final int MAX_POD_MESSAGE = 300;
 
     /**
-     * What a rank prints when a peer of its process group is gone (gloo, NCCL, torch.distributed): its own
-     * failure is then a consequence of another's, not a fault of its own.
+     * What a rank prints when a peer of its process group is gone (gloo, NCCL, torch.distributed) or does not
+     * answer within the group's timeout (a peer that hangs: gloo's "Timed out waiting 30000ms for recv operation
+     * to complete", NCCL's watchdog): its own failure is then a consequence of another's, not a fault of its own.
      */
     private static final List<String> LOST_PEER = List.of("closed by peer", "reset by peer", "Broken pipe", "DistBackendError",
-            "DistNetworkError", "ncclRemoteError", "NCCL communicator was aborted", "Watchdog caught collective operation timeout");
+            "DistNetworkError", "ncclRemoteError", "NCCL communicator was aborted", "Watchdog caught collective operation timeout",
+            "ms for recv operation to complete", "ms for send operation to complete");
 
     public enum Cause {
         /** The pod ended in phase Failed. */

@@ -292,6 +292,35 @@ class GroupRestartTest {
                 restart.events().toString());
     }
 
+    /** What gloo says when a peer does not answer within the process group's timeout (Debian's torch 1.13, first-hand). */
+    static final String GLOO_TIMEOUT = "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for recv "
+            + "operation to complete";
+
+    @Test
+    void aRankThatHangsIsOneRestartOnceItsPeersCollectivesTimeOutEvenUnderExitCode() {
+        // j-worker-0 hangs (a stuck driver, a frozen process): it never exits; its peers' collective times out, exit 1.
+        Run run = running(RestartPolicy.ExitCode, 3);
+        run.exit("j-master-0", 1, "Error", GLOO_TIMEOUT, FAULT);
+        run.exit("j-worker-1", 1, "Error", GLOO_TIMEOUT.replace("recv", "send"), FAULT);
+        run.now = FAULT.plusSeconds(4);
+        Decision waiting = run.pass();
+        assertEquals(0, waiting.state().backoffCount(), "the hung rank may still fail on its own");
+        assertEquals(null, waiting.state().outcome(), "a timed-out collective is not the rank's code error");
+        run.now = FAULT.plusSeconds(5);
+        Decision restart = run.pass();
+        assertEquals(null, restart.state().outcome());
+        assertEquals(1, restart.state().backoffCount(), "one hang, one restart");
+        Plan.PodDeletion hung = restart.podsToDelete().stream().filter(d -> d.name().equals("j-worker-0")).findFirst().orElseThrow();
+        assertEquals(Long.valueOf(GroupRestarts.SURVIVOR_GRACE_SECONDS), hung.gracePeriodSeconds(),
+                "a frozen process runs no SIGTERM handler: the kubelet's SIGKILL ends it");
+        String said = events(restart, "JobRestarting").get(0).message();
+        assertTrue(said.startsWith("pod j-master-0 (container pytorch) exited with code 1 (Error); then j-worker-1 (exit code 1) failed "
+                + "too, a consequence (not counted); " + GroupRestarts.ONLY_LOST_PEERS + "; stopping j-worker-0; the job restarts as a group "
+                + "(restart 1 of backoffLimit 3)"), said);
+        assertTrue(GroupRestarts.ONLY_LOST_PEERS.contains("a rank that hangs"), GroupRestarts.ONLY_LOST_PEERS);
+        assertTrue(said.endsWith("Timed out waiting 10000ms for recv operation to complete"), "the cause's last output: " + said);
+    }
+
     @Test
     void aKilledRanksSurvivorsAreStoppedAtOnce() {
         Run run = running(RestartPolicy.OnFailure, 3);

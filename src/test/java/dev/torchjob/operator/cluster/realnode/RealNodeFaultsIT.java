@@ -184,6 +184,21 @@ class RealNodeFaultsIT {
         return at;
     }
 
+    /**
+     * SIGSTOP to the pod's training process, from the machine: it hangs as a rank stuck in a driver call or a
+     * deadlock does, holding its connections open and answering nobody; the kubelet's SIGKILL still ends it.
+     */
+    static Instant freezeFromTheMachine(String ns, String pod) {
+        long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
+        Instant at = Instant.now();
+        try {
+            assertEquals(0, new ProcessBuilder("kill", "-STOP", String.valueOf(pid)).inheritIO().start().waitFor(), "SIGSTOP to " + pod);
+        } catch (java.io.IOException | InterruptedException e) {
+            throw new AssertionError("SIGSTOP to " + pod + " (pid " + pid + ")", e);
+        }
+        return at;
+    }
+
     /** The fault to the last rank's all-reduce line in its new pod (the kubelet's timestamps), recorded. */
     static void recordTimeToTrainAgain(String ns, Instant fault, String... pods) {
         Instant last = fault;
@@ -220,6 +235,35 @@ class RealNodeFaultsIT {
         assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
         assertOneRestartResumed(ns, "k", "pod k-worker-0 (container pytorch) exited with code 137 (Error)", before);
         recordTimeToTrainAgain(ns, fault, "k-master-0", "k-worker-0");
+    }
+
+    /**
+     * A rank that hangs mid-training fails nothing itself: it stays Running, and its peer waits in its collective
+     * for the process group's timeout (20 s here, PROCESS_GROUP_TIMEOUT), then exits 1 saying gloo timed out.
+     * Under ExitCode that exit is not a code error: every rank that stopped says a peer did not answer. One
+     * restart, the hung rank stopped with the rest (its kubelet's SIGKILL), resumed from the checkpoint.
+     */
+    @Test
+    void aRankThatHangsMidTrainingIsOneRestartOnceItsPeersCollectiveTimesOut() {
+        String ns = install.namespace("hung");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String timeout = ", {name: PROCESS_GROUP_TIMEOUT, value: \"20\"}";
+        submitT9k(ns, "h", "backoffLimit: 2", replica("master", "ExitCode", """
+                command: [python, train.py]
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}%s]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: state, mountPath: /state}]
+                """.formatted(EPOCHS, timeout), state(state)) + worker("ExitCode", state, timeout, "{}"));
+        awaitLogged(ns, "h-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        Instant fault = freezeFromTheMachine(ns, "h-worker-0");
+        PyTorchTrainingJob done = awaitT9k(ns, "h", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one hang, one restart");
+        assertOneRestartResumed(ns, "h", "pod h-master-0 (container pytorch) exited with code 1 (Error); each says a peer was lost and none "
+                + "failed on its own (the network between them, a rank that hangs, or a rank stopped where no pod shows it); stopping "
+                + "h-worker-0; the job restarts as a group", before);
+        assertTrue(events(ns, "JobRestarting").get(0).contains("Timed out waiting 20000ms for"), events(ns, "JobRestarting").toString());
+        recordTimeToTrainAgain(ns, fault, "h-master-0", "h-worker-0");
     }
 
     /**
