@@ -115,6 +115,11 @@ class RankFaultsIT {
      * runner's descendants), as the kernel's OOM killer or a kubelet would.
      */
     Outcome runKilling(Path job, String afterLine, int rank) throws Exception {
+        return runSignalling(job, afterLine, rank, "KILL");
+    }
+
+    /** As {@link #runKilling}, with another signal: {@code STOP} freezes the rank, as a stuck driver call leaves it. */
+    Outcome runSignalling(Path job, String afterLine, int rank, String signal) throws Exception {
         Path out = dir.resolve("out-" + UUID.randomUUID() + ".log");
         Process runner = LocalModeIT.runner(dir, job.toString()).redirectErrorStream(true).redirectOutput(out.toFile()).start();
         Instant deadline = Instant.now().plus(TIMEOUT);
@@ -123,7 +128,8 @@ class RankFaultsIT {
             if (!killed && Files.readString(out).contains(afterLine)) {
                 ProcessHandle target = rankProcess(runner, rank)
                         .orElseThrow(() -> new AssertionError("no training process of rank " + rank));
-                assertTrue(target.destroyForcibly(), "SIGKILL to rank " + rank);
+                assertEquals(0, new ProcessBuilder("kill", "-" + signal, String.valueOf(target.pid())).inheritIO().start().waitFor(),
+                        "SIG" + signal + " to rank " + rank);
                 killed = true;
             }
             Thread.sleep(50);
@@ -188,6 +194,20 @@ class RankFaultsIT {
     void aKubeflowPairUnderOnFailureCountsOneRestartForOneFault() throws Exception {
         Outcome run = runKilling(kubeflowJob("kf-pair", 1, "OnFailure", 3), "[kf-pair-master-0] epoch 3/6", 1);
         assertOneGroupRestartAndResumed(run, "kf-pair", "kf-pair-worker-0");
+    }
+
+    @Test
+    void aWorkerThatHangsMidTrainingIsOneRestartOnceTheMastersCollectiveTimesOut() throws Exception {
+        Outcome run = runSignalling(t9kJob("hung", 1, "ExitCode", 2, "\n          - {name: PROCESS_GROUP_TIMEOUT, value: \"15\"}"),
+                "[hung-master-0] epoch 3/6", 1, "STOP");
+        assertEquals(0, run.exitCode(), run.out());
+        assertTrue(Pattern.compile("(?m)^\\[local\\] hung Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
+        assertTrue(run.out().contains("JobRestarting: pod hung-master-0 (container pytorch) exited with code 1 (Error); each says a peer was "
+                + "lost and none failed on its own (the network between them, a rank that hangs, or a rank stopped where no pod shows it); "
+                + "stopping hung-worker-0; the job restarts as a group (restart 1 of backoffLimit 2"), run.out());
+        assertTrue(run.out().contains("Timed out waiting 15000ms for"), run.out());
+        assertTrue(Pattern.compile("\\[hung-master-0\\] rank 0: resuming at epoch [3-6] from checkpoint.pt").matcher(run.out()).find(),
+                "the new group resumed from the checkpoint: " + run.out());
     }
 
     @Test

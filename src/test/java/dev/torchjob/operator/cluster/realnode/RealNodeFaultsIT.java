@@ -46,8 +46,9 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
  * One rank's fault in the middle of real DDP training on the real node: after the rendezvous, the rank's
- * process is SIGKILLed from the machine by its PID, OOM-killed by its container's memory limit, or its pod
- * deleted with kubectl; every other rank then fails in its collective. Each job restarts as a group for one
+ * process is SIGKILLed from the machine by its PID, OOM-killed by its container's memory limit, frozen, cut
+ * off from the network, or its pod deleted with kubectl; every other rank then fails in its collective (at
+ * once, or once the process group's timeout is over). Each job restarts as a group for one
  * restart, named by its cause, resumes from its checkpoint and succeeds; a rank whose code raises fails the
  * job, named. The time from the fault to every rank past {@code init_process_group} again is printed.
  */
@@ -87,12 +88,17 @@ class RealNodeFaultsIT {
 
     /** {@code sidecar}: containers after the training one ({@link #SIDECAR}), or nothing. */
     static String master(String policy, Path state, int epochs, String sidecar) {
+        return master(policy, state, epochs, sidecar, "");
+    }
+
+    /** {@code env} adds to the master's environment (YAML flow entries after a comma). */
+    static String master(String policy, Path state, int epochs, String sidecar, String env) {
         return replica("master", policy, """
                 command: [python, train.py]
-                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}%s]
                 resources: {requests: {cpu: 250m}}
                 volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(epochs), sidecar + state(state));
+                """.formatted(epochs, env), sidecar + state(state));
     }
 
     /**
@@ -243,17 +249,15 @@ class RealNodeFaultsIT {
      * Under ExitCode that exit is not a code error: every rank that stopped says a peer did not answer. One
      * restart, the hung rank stopped with the rest (its kubelet's SIGKILL), resumed from the checkpoint.
      */
+    /** The process group's timeout of the hang tests: a peer that does not answer for 20 s is lost. */
+    static final String GROUP_TIMEOUT_20S = ", {name: PROCESS_GROUP_TIMEOUT, value: \"20\"}";
+
     @Test
     void aRankThatHangsMidTrainingIsOneRestartOnceItsPeersCollectiveTimesOut() {
         String ns = install.namespace("hung");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        String timeout = ", {name: PROCESS_GROUP_TIMEOUT, value: \"20\"}";
-        submitT9k(ns, "h", "backoffLimit: 2", replica("master", "ExitCode", """
-                command: [python, train.py]
-                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}%s]
-                resources: {requests: {cpu: 250m}}
-                volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(EPOCHS, timeout), state(state)) + worker("ExitCode", state, timeout, "{}"));
+        submitT9k(ns, "h", "backoffLimit: 2", master("ExitCode", state, EPOCHS, "", GROUP_TIMEOUT_20S)
+                + worker("ExitCode", state, GROUP_TIMEOUT_20S, "{}"));
         awaitLogged(ns, "h-master-0", "epoch 3/" + EPOCHS);
         Set<String> before = podUids(ns);
         Instant fault = freezeFromTheMachine(ns, "h-worker-0");
@@ -264,6 +268,36 @@ class RealNodeFaultsIT {
                 + "h-worker-0; the job restarts as a group", before);
         assertTrue(events(ns, "JobRestarting").get(0).contains("Timed out waiting 20000ms for"), events(ns, "JobRestarting").toString());
         recordTimeToTrainAgain(ns, fault, "h-master-0", "h-worker-0");
+    }
+
+    /**
+     * A rank cut off from the network mid-training (its pod's interface down, as a failed NIC or cable leaves
+     * it): no connection is reset, both ranks wait in their collective until the group's timeout and exit 1.
+     * Each says a peer did not answer, so under ExitCode it is one restart; the new pod has a network again.
+     */
+    @Test
+    void aRankCutOffFromTheNetworkMidTrainingIsOneRestartOnceTheCollectivesTimeOut() {
+        String ns = install.namespace("cut-off");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        submitT9k(ns, "c", "backoffLimit: 2", master("ExitCode", state, EPOCHS, "", GROUP_TIMEOUT_20S)
+                + worker("ExitCode", state, GROUP_TIMEOUT_20S, "{}"));
+        awaitLogged(ns, "c-master-0", "epoch 3/" + EPOCHS);
+        Set<String> before = podUids(ns);
+        long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName("c-worker-0").get()).pid();
+        Instant fault = Instant.now();
+        try {
+            assertEquals(0, new ProcessBuilder("nsenter", "-t", String.valueOf(pid), "-n", "ip", "link", "set", "eth0", "down")
+                    .inheritIO().start().waitFor(), "c-worker-0's interface down");
+        } catch (java.io.IOException | InterruptedException e) {
+            throw new AssertionError("c-worker-0's interface down", e);
+        }
+        PyTorchTrainingJob done = awaitT9k(ns, "c", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one network fault, one restart");
+        assertOneRestartResumed(ns, "c", "pod c-", before);
+        String said = events(ns, "JobRestarting").get(0);
+        assertTrue(said.contains("each says a peer was lost and none failed on its own"), said);
+        assertTrue(said.contains("Timed out waiting 20000ms for"), said);
+        recordTimeToTrainAgain(ns, fault, "c-master-0", "c-worker-0");
     }
 
     /**
