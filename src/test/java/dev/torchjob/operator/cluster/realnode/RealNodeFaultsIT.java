@@ -196,11 +196,22 @@ class RealNodeFaultsIT {
      */
     static Instant freezeFromTheMachine(String ns, String pod) {
         long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
+        return onTheMachine(pod + " frozen", "kill", "-STOP", String.valueOf(pid));
+    }
+
+    /** The pod's interface set down in its network namespace, as a failed NIC or cable leaves it: no connection is reset. */
+    static Instant cutOffFromTheNetwork(String ns, String pod) {
+        long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
+        return onTheMachine(pod + " cut off", "nsenter", "-t", String.valueOf(pid), "-n", "ip", "link", "set", "eth0", "down");
+    }
+
+    /** Runs a command on the machine the node runs on; when it ran. */
+    private static Instant onTheMachine(String what, String... command) {
         Instant at = Instant.now();
         try {
-            assertEquals(0, new ProcessBuilder("kill", "-STOP", String.valueOf(pid)).inheritIO().start().waitFor(), "SIGSTOP to " + pod);
+            assertEquals(0, new ProcessBuilder(command).inheritIO().start().waitFor(), what + ": " + String.join(" ", command));
         } catch (java.io.IOException | InterruptedException e) {
-            throw new AssertionError("SIGSTOP to " + pod + " (pid " + pid + ")", e);
+            throw new AssertionError(what + ": " + String.join(" ", command), e);
         }
         return at;
     }
@@ -243,61 +254,38 @@ class RealNodeFaultsIT {
         recordTimeToTrainAgain(ns, fault, "k-master-0", "k-worker-0");
     }
 
-    /**
-     * A rank that hangs mid-training fails nothing itself: it stays Running, and its peer waits in its collective
-     * for the process group's timeout (20 s here, PROCESS_GROUP_TIMEOUT), then exits 1 saying gloo timed out.
-     * Under ExitCode that exit is not a code error: every rank that stopped says a peer did not answer. One
-     * restart, the hung rank stopped with the rest (its kubelet's SIGKILL), resumed from the checkpoint.
-     */
     /** The process group's timeout of the hang tests: a peer that does not answer for 20 s is lost. */
     static final String GROUP_TIMEOUT_20S = ", {name: PROCESS_GROUP_TIMEOUT, value: \"20\"}";
 
-    @Test
-    void aRankThatHangsMidTrainingIsOneRestartOnceItsPeersCollectiveTimesOut() {
-        String ns = install.namespace("hung");
+    /**
+     * A rank that hangs mid-training ({@code frozen}) fails nothing itself: it stays Running, and its peer waits in
+     * its collective for the process group's timeout (20 s here, PROCESS_GROUP_TIMEOUT), then exits 1 saying gloo
+     * timed out. A rank {@code cut off} from the network: no connection is reset, both ranks time out and exit 1.
+     * Under ExitCode neither exit is a code error: every rank that stopped says a peer did not answer. One restart,
+     * a rank still running stopped with the rest (its kubelet's SIGKILL), resumed from the checkpoint.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"frozen", "cut off"})
+    void aRankThatHangsOrIsCutOffMidTrainingIsOneRestartOnceTheCollectivesTimeOut(String fault) {
+        String ns = install.namespace("hung-" + fault.replace(' ', '-'));
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
         submitT9k(ns, "h", "backoffLimit: 2", master("ExitCode", state, EPOCHS, "", GROUP_TIMEOUT_20S)
                 + worker("ExitCode", state, GROUP_TIMEOUT_20S, "{}"));
         awaitLogged(ns, "h-master-0", "epoch 3/" + EPOCHS);
         Set<String> before = podUids(ns);
-        Instant fault = freezeFromTheMachine(ns, "h-worker-0");
+        Instant at = fault.equals("frozen") ? freezeFromTheMachine(ns, "h-worker-0") : cutOffFromTheNetwork(ns, "h-worker-0");
         PyTorchTrainingJob done = awaitT9k(ns, "h", JobPhase.Succeeded);
-        assertEquals(1, done.getStatus().backoffCount, "one hang, one restart");
-        assertOneRestartResumed(ns, "h", "pod h-master-0 (container pytorch) exited with code 1 (Error); each says a peer was lost and none "
-                + "failed on its own (the network between them, a rank that hangs, or a rank stopped where no pod shows it); stopping "
-                + "h-worker-0; the job restarts as a group", before);
-        assertTrue(events(ns, "JobRestarting").get(0).contains("Timed out waiting 20000ms for"), events(ns, "JobRestarting").toString());
-        recordTimeToTrainAgain(ns, fault, "h-master-0", "h-worker-0");
-    }
-
-    /**
-     * A rank cut off from the network mid-training (its pod's interface down, as a failed NIC or cable leaves
-     * it): no connection is reset, both ranks wait in their collective until the group's timeout and exit 1.
-     * Each says a peer did not answer, so under ExitCode it is one restart; the new pod has a network again.
-     */
-    @Test
-    void aRankCutOffFromTheNetworkMidTrainingIsOneRestartOnceTheCollectivesTimeOut() {
-        String ns = install.namespace("cut-off");
-        Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        submitT9k(ns, "c", "backoffLimit: 2", master("ExitCode", state, EPOCHS, "", GROUP_TIMEOUT_20S)
-                + worker("ExitCode", state, GROUP_TIMEOUT_20S, "{}"));
-        awaitLogged(ns, "c-master-0", "epoch 3/" + EPOCHS);
-        Set<String> before = podUids(ns);
-        long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName("c-worker-0").get()).pid();
-        Instant fault = Instant.now();
-        try {
-            assertEquals(0, new ProcessBuilder("nsenter", "-t", String.valueOf(pid), "-n", "ip", "link", "set", "eth0", "down")
-                    .inheritIO().start().waitFor(), "c-worker-0's interface down");
-        } catch (java.io.IOException | InterruptedException e) {
-            throw new AssertionError("c-worker-0's interface down", e);
-        }
-        PyTorchTrainingJob done = awaitT9k(ns, "c", JobPhase.Succeeded);
-        assertEquals(1, done.getStatus().backoffCount, "one network fault, one restart");
-        assertOneRestartResumed(ns, "c", "pod c-", before);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        assertOneRestartResumed(ns, "h", "pod h-", before);
         String said = events(ns, "JobRestarting").get(0);
-        assertTrue(said.contains("each says a peer was lost and none failed on its own"), said);
-        assertTrue(said.contains("Timed out waiting 20000ms for"), said);
-        recordTimeToTrainAgain(ns, fault, "c-master-0", "c-worker-0");
+        assertTrue(said.contains("; each says a peer was lost and none failed on its own (the network between them, a rank that hangs, "
+                + "or a rank stopped where no pod shows it); "), said);
+        assertTrue(said.contains("Timed out waiting 20000ms for"), "the cause's last output: " + said);
+        if (fault.equals("frozen")) {
+            assertTrue(said.startsWith("pod h-master-0 (container pytorch) exited with code 1 (Error); each says"), said);
+            assertTrue(said.contains("; stopping h-worker-0; the job restarts as a group"), "the hung rank named, stopped: " + said);
+        }
+        recordTimeToTrainAgain(ns, at, "h-master-0", "h-worker-0");
     }
 
     /**
