@@ -262,10 +262,23 @@ public final class RealNode implements AutoCloseable {
      * run), until the returned handle is closed.
      */
     public AutoCloseable workloads() throws IOException {
-        startProcess("kube-controller-manager-workloads", List.of(cluster.bin.resolve("kube-controller-manager").toString(),
-                "--kubeconfig=" + cluster.adminKubeconfig, "--controllers=" + WORKLOAD_CONTROLLERS,
+        return controllers("workloads", WORKLOAD_CONTROLLERS);
+    }
+
+    /**
+     * Kubernetes' taint eviction controller, until the returned handle is closed: it deletes the pods of a node
+     * tainted {@code NoExecute} that do not tolerate the taint (a node health checker's remediation), saying so in
+     * their {@code DisruptionTarget} condition. The shared control plane does not run it.
+     */
+    public AutoCloseable taintEviction() throws IOException {
+        return controllers("taint-eviction", "taint-eviction-controller");
+    }
+
+    private AutoCloseable controllers(String name, String controllers) throws IOException {
+        startProcess("kube-controller-manager-" + name, List.of(cluster.bin.resolve("kube-controller-manager").toString(),
+                "--kubeconfig=" + cluster.adminKubeconfig, "--controllers=" + controllers,
                 "--leader-elect=false", "--secure-port=0"));
-        return () -> cluster.stopProcess("kube-controller-manager-workloads");
+        return () -> cluster.stopProcess("kube-controller-manager-" + name);
     }
 
     /** The node forgets this name of an image, if it has it (the store, kept between runs, keeps the content under its other names). */

@@ -491,31 +491,41 @@ class RealNodeFaultsIT {
     }
 
     /**
-     * The node drained for maintenance mid-training ({@code kubectl drain}: the Eviction API stops every rank on it):
-     * one restart of the job, said in the Eviction API's words; the new group cannot be scheduled on the cordoned
-     * node, which the job says once and counts nothing; {@code kubectl uncordon} and it resumes from its checkpoint.
+     * The node taken from the job mid-training, every rank on it stopped at once: {@code drain}ed for maintenance
+     * (the Eviction API), or tainted {@code NoExecute} as a node health checker does on a GPU fault (Kubernetes' taint
+     * eviction controller deletes the pods). One restart of the job, said in the words of whoever stopped the ranks;
+     * the new group cannot be scheduled on the node, which the job says once and counts nothing; once the node is
+     * back ({@code kubectl uncordon}, the taint removed) it resumes from its checkpoint.
      */
-    @Test
-    void aNodeDrainedMidTrainingIsOneRestartAndTheJobWaitsForTheNodeAndResumes() {
-        String ns = install.namespace("drained");
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"drain", "NoExecute taint"})
+    void aNodeTakenMidTrainingIsOneRestartAndTheJobWaitsForTheNodeAndResumes(String how) throws Exception {
+        boolean drain = how.equals("drain");
+        String ns = install.namespace(drain ? "drained" : "tainted");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
         submitT9k(ns, "dr", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
         awaitLogged(ns, "dr-master-0", "epoch 3/" + EPOCHS);
         Set<String> before = podUids(ns);
-        try {
-            kubectl.run("drain", RealNode.NAME, "--pod-selector=tensorstack.dev/owner-name=dr", "--timeout=60s").orFail();
+        String taint = "torchjob.dev/test-unhealthy=gpu:NoExecute";
+        try (AutoCloseable evictions = drain ? () -> { } : node.taintEviction()) {
+            if (drain) {
+                kubectl.run("drain", RealNode.NAME, "--pod-selector=tensorstack.dev/owner-name=dr", "--timeout=60s").orFail();
+            } else {
+                kubectl.run("taint", "node", RealNode.NAME, taint).orFail();
+            }
             await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() -> "Unschedulable".equals(running(ns, "dr").reason));
             String message = running(ns, "dr").message;
-            assertTrue(message.contains("unschedulable"), message);
-            assertEquals(1, RealNodeJobs.t9k(ns, "dr").getStatus().backoffCount, "the drain is one restart; the wait counts nothing");
+            assertTrue(message.contains(drain ? "unschedulable" : "untolerated taint"), message);
+            assertEquals(1, RealNodeJobs.t9k(ns, "dr").getStatus().backoffCount, "taking the node is one restart; the wait counts nothing");
         } finally {
-            kubectl.run("uncordon", RealNode.NAME).orFail();
+            kubectl.run(drain ? new String[] {"uncordon", RealNode.NAME} : new String[] {"taint", "node", RealNode.NAME, taint + "-"}).orFail();
         }
         PyTorchTrainingJob done = awaitT9k(ns, "dr", JobPhase.Succeeded);
         assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
         List<String> restarting = events(ns, "JobRestarting");
         assertEquals(1, restarting.size(), events(ns, null).toString());
-        assertTrue(restarting.get(0).contains(" was evicted (EvictionByEvictionAPI: Eviction API: evicting)"), restarting.get(0));
+        assertTrue(restarting.get(0).contains(drain ? " was evicted (EvictionByEvictionAPI: Eviction API: evicting)"
+                : " was evicted (DeletionByTaintManager: Taint manager: deleting due to NoExecute taint)"), restarting.get(0));
         assertOneRestartResumed(ns, "dr", "pod dr-", before);
         assertFalse(events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
     }
