@@ -128,7 +128,7 @@ class RankFaultsIT {
             if (!killed && Files.readString(out).contains(afterLine)) {
                 ProcessHandle target = rankProcess(runner, rank)
                         .orElseThrow(() -> new AssertionError("no training process of rank " + rank));
-                assertEquals(0, new ProcessBuilder("kill", "-" + signal, String.valueOf(target.pid())).inheritIO().start().waitFor(),
+                assertEquals(0, new ProcessBuilder("bash", "-c", "kill -" + signal + " " + target.pid()).inheritIO().start().waitFor(),
                         "SIG" + signal + " to rank " + rank);
                 killed = true;
             }

@@ -196,7 +196,7 @@ class RealNodeFaultsIT {
      */
     static Instant freezeFromTheMachine(String ns, String pod) {
         long pid = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
-        return onTheMachine(pod + " frozen", "kill", "-STOP", String.valueOf(pid));
+        return onTheMachine(pod + " frozen", "bash", "-c", "kill -STOP " + pid); // bash's own kill: no procps needed
     }
 
     /** The pod's interface set down in its network namespace, as a failed NIC or cable leaves it: no connection is reset. */
