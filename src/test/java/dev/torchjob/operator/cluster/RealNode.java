@@ -268,10 +268,14 @@ public final class RealNode implements AutoCloseable {
     /**
      * Kubernetes' taint eviction controller, until the returned handle is closed: it deletes the pods of a node
      * tainted {@code NoExecute} that do not tolerate the taint (a node health checker's remediation), saying so in
-     * their {@code DisruptionTarget} condition. The shared control plane does not run it.
+     * their {@code DisruptionTarget} condition. The shared control plane does not run it. It finds a tainted node's
+     * pods through an index of pods by node that, in kube-controller-manager, other controllers register: without one
+     * it acts only on pods that happen to change. The node lifecycle controller, which registers it on a cluster,
+     * would mark kwok's nodes (no heartbeats) unreachable; the DaemonSet controller registers the same index and has
+     * no DaemonSet to manage here.
      */
     public AutoCloseable taintEviction() throws IOException {
-        return controllers("taint-eviction", "taint-eviction-controller");
+        return controllers("taint-eviction", "taint-eviction-controller,daemonset-controller");
     }
 
     private AutoCloseable controllers(String name, String controllers) throws IOException {

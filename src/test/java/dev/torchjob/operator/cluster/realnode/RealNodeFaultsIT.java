@@ -58,10 +58,11 @@ class RealNodeFaultsIT {
     /** Epochs enough (about a minute) for a fault that the kubelet notices on its own schedule. */
     static final int KUBELET_PACE_EPOCHS = 300;
     /**
-     * Epochs enough (about 15 s) that a pause asked after the third lands mid-training on a busy machine: with 40
-     * (5 s) the ranks once finished, removing their checkpoint, before the pause's deletions reached them.
+     * Epochs enough (about 15 s) that a stop asked through the API after the third (a pause, a drain, a taint) lands
+     * mid-training on a busy machine: with 40 (5 s) the ranks once finished, removing their checkpoint, before a
+     * pause's deletions reached them, and once before a freshly started taint eviction controller deleted them.
      */
-    static final int PAUSE_EPOCHS = 120;
+    static final int STOPPED_THROUGH_THE_API_EPOCHS = 120;
     static final OperatorInstall install = OperatorInstall.get();
     static final KubernetesClient admin = install.cluster.admin();
     static final Kubectl kubectl = install.cluster.kubectl();
@@ -435,8 +436,8 @@ class RealNodeFaultsIT {
     void aJobPausedMidTrainingAndResumedAtOnceTrainsOnWithNothingCounted() {
         String ns = install.namespace("resumed");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        submitT9k(ns, "r", "backoffLimit: 0", master("ExitCode", state, PAUSE_EPOCHS) + worker("ExitCode", state, "", "{}", PAUSE_EPOCHS));
-        awaitLogged(ns, "r-master-0", "epoch 3/" + PAUSE_EPOCHS);
+        submitT9k(ns, "r", "backoffLimit: 0", master("ExitCode", state, STOPPED_THROUGH_THE_API_EPOCHS) + worker("ExitCode", state, "", "{}", STOPPED_THROUGH_THE_API_EPOCHS));
+        awaitLogged(ns, "r-master-0", "epoch 3/" + STOPPED_THROUGH_THE_API_EPOCHS);
         kubectl.run("patch", "pj", "r", "-n", ns, "--type=merge", "-p", "{\"spec\":{\"runMode\":{\"pause\":{\"enabled\":true}}}}")
                 .orFail();
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
@@ -503,17 +504,22 @@ class RealNodeFaultsIT {
         boolean drain = how.equals("drain");
         String ns = install.namespace(drain ? "drained" : "tainted");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        submitT9k(ns, "dr", "backoffLimit: 2", master("ExitCode", state) + worker("ExitCode", state, "", "{}"));
-        awaitLogged(ns, "dr-master-0", "epoch 3/" + EPOCHS);
-        Set<String> before = podUids(ns);
+        int epochs = STOPPED_THROUGH_THE_API_EPOCHS;
         String taint = "torchjob.dev/test-unhealthy=gpu:NoExecute";
+        Set<String> before;
+        // The eviction controller starts before the job, so that it has synced by the time the node is tainted.
         try (AutoCloseable evictions = drain ? () -> { } : node.taintEviction()) {
+            submitT9k(ns, "dr", "backoffLimit: 2", master("ExitCode", state, epochs) + worker("ExitCode", state, "", "{}", epochs));
+            awaitLogged(ns, "dr-master-0", "epoch 3/" + epochs);
+            before = podUids(ns);
             if (drain) {
                 kubectl.run("drain", RealNode.NAME, "--pod-selector=tensorstack.dev/owner-name=dr", "--timeout=60s").orFail();
             } else {
                 kubectl.run("taint", "node", RealNode.NAME, taint).orFail();
             }
-            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() -> "Unschedulable".equals(running(ns, "dr").reason));
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1))
+                    .failFast("the job finished before the node was taken", () -> RealNodeJobs.t9k(ns, "dr").getStatus().phase == JobPhase.Succeeded)
+                    .until(() -> "Unschedulable".equals(running(ns, "dr").reason));
             String message = running(ns, "dr").message;
             assertTrue(message.contains(drain ? "unschedulable" : "untolerated taint"), message);
             assertEquals(1, RealNodeJobs.t9k(ns, "dr").getStatus().backoffCount, "taking the node is one restart; the wait counts nothing");
