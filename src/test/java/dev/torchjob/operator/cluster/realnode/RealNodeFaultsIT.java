@@ -87,7 +87,7 @@ class RealNodeFaultsIT {
         return master(policy, state, epochs, "");
     }
 
-    /** {@code sidecar}: containers after the training one ({@link #SIDECAR}), or nothing. */
+    /** {@code sidecar}: containers after the training one ({@link #SIDECAR}), fields of the pod, or nothing. */
     static String master(String policy, Path state, int epochs, String sidecar) {
         return master(policy, state, epochs, sidecar, "");
     }
@@ -534,6 +534,80 @@ class RealNodeFaultsIT {
                 : " was evicted (DeletionByTaintManager: Taint manager: deleting due to NoExecute taint)"), restarting.get(0));
         assertOneRestartResumed(ns, "dr", "pod dr-", before);
         assertFalse(events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
+    }
+
+    /**
+     * A rank preempted mid-training by Kubernetes' scheduler for a pod of a higher priority (a serving pod on a node
+     * shared with low-priority training): the scheduler marks the rank's pod and deletes it, one restart of the job
+     * said in the scheduler's words. The new group's replica that no longer fits waits {@code Unschedulable}
+     * ({@code Insufficient cpu}), counting nothing, until the pod that took its room is gone; then the job resumes
+     * from its checkpoint.
+     */
+    @Test
+    void aRankPreemptedMidTrainingForAHigherPriorityPodIsOneRestartAndTheJobWaitsForRoom() {
+        String ns = install.namespace("preempted");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        kubectl.runWithInput("""
+                apiVersion: scheduling.k8s.io/v1
+                kind: PriorityClass
+                metadata: {name: torchjob-test-training}
+                value: -100
+                ---
+                apiVersion: scheduling.k8s.io/v1
+                kind: PriorityClass
+                metadata: {name: torchjob-test-serving}
+                value: 1000
+                """, "apply", "--server-side", "-f", "-").orFail();
+        int epochs = STOPPED_THROUGH_THE_API_EPOCHS;
+        String lowPriority = "priorityClassName: torchjob-test-training\n";
+        submitT9k(ns, "pr", "backoffLimit: 2", master("ExitCode", state, epochs, lowPriority)
+                + worker("ExitCode", state, "", "{}", epochs, lowPriority));
+        awaitLogged(ns, "pr-master-0", "epoch 3/" + epochs);
+        Set<String> before = podUids(ns);
+        // Room for the serving pod once one rank (250m) is gone, and not before.
+        long request = unrequestedMillicores() + 125;
+        kubectl.runWithInput("""
+                apiVersion: v1
+                kind: Pod
+                metadata: {name: serving}
+                spec:
+                  priorityClassName: torchjob-test-serving
+                  containers:
+                  - name: serve
+                    image: torchjob-examples:0.1.0
+                    command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
+                    resources: {requests: {cpu: %dm}}
+                """.formatted(request), "apply", "-n", ns, "-f", "-").orFail();
+        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofSeconds(1))
+                .failFast("the job finished before a rank was preempted", () -> RealNodeJobs.t9k(ns, "pr").getStatus().phase == JobPhase.Succeeded)
+                .until(() -> "Unschedulable".equals(running(ns, "pr").reason));
+        String message = running(ns, "pr").message;
+        assertTrue(message.contains("Insufficient cpu"), message);
+        assertEquals("Running", admin.pods().inNamespace(ns).withName("serving").get().getStatus().getPhase());
+        assertEquals(1, RealNodeJobs.t9k(ns, "pr").getStatus().backoffCount, "the preemption is one restart; the wait counts nothing");
+        kubectl.run("delete", "pod", "serving", "-n", ns).orFail();
+        PyTorchTrainingJob done = awaitT9k(ns, "pr", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        assertOneRestartResumed(ns, "pr", "pod pr-", before);
+        assertTrue(events(ns, "JobRestarting").get(0).contains(
+                " was evicted (PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod)"),
+                events(ns, "JobRestarting").toString());
+        assertFalse(events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
+    }
+
+    /** The real node's allocatable CPU that no pod there requests, as its scheduler counts it (finished pods hold none). */
+    static long unrequestedMillicores() {
+        long allocatable = millicores(admin.nodes().withName(RealNode.NAME).get().getStatus().getAllocatable().get("cpu"));
+        long requested = admin.pods().inAnyNamespace().withField("spec.nodeName", RealNode.NAME).list().getItems().stream()
+                .filter(p -> !Set.of("Succeeded", "Failed").contains(p.getStatus().getPhase()))
+                .flatMap(p -> p.getSpec().getContainers().stream())
+                .map(c -> c.getResources().getRequests() == null ? null : c.getResources().getRequests().get("cpu"))
+                .filter(java.util.Objects::nonNull).mapToLong(RealNodeFaultsIT::millicores).sum();
+        return allocatable - requested;
+    }
+
+    static long millicores(io.fabric8.kubernetes.api.model.Quantity cpu) {
+        return io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(cpu).movePointRight(3).longValue();
     }
 
     /**
