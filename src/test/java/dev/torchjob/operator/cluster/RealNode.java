@@ -452,6 +452,35 @@ public final class RealNode implements AutoCloseable {
     }
 
     /**
+     * The node's kubelet stopped and started again, as an upgrade or a change of its configuration does: the
+     * containers run on meanwhile. Returns once the new kubelet has renewed the node's Lease.
+     */
+    public void restartKubelet() throws IOException {
+        cluster.stopProcess("kubelet");
+        Instant stopped = Instant.now();
+        host.recordKernelSettings();
+        startKubelet();
+        awaitLeaseRenewedAfter(stopped);
+        host.restoreKernelSettings();
+    }
+
+    /**
+     * The node's containerd stopped and started again (an upgrade): the containers run on meanwhile, held by their
+     * shims. Returns once containerd answers again.
+     */
+    public void restartContainerd() throws IOException {
+        cluster.stopProcess("containerd");
+        startContainerd();
+    }
+
+    /** Until the node's Lease, which its kubelet renews every 10 s from its start, was renewed after {@code moment}. */
+    private void awaitLeaseRenewedAfter(Instant moment) {
+        KubernetesClient admin = cluster.admin();
+        await("kubelet", () -> admin.leases().inNamespace("kube-node-lease").withName(NAME).get().getSpec().getRenewTime()
+                .toInstant().isAfter(moment));
+    }
+
+    /**
      * The node's kubelet stops (SIGSTOP) until the returned handle is closed (SIGCONT), as a node cut off from the
      * API server: its containers run on, nothing about them is reported, and no deletion of its pods is confirmed.
      */

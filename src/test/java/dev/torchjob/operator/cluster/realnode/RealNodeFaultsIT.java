@@ -611,6 +611,37 @@ class RealNodeFaultsIT {
     }
 
     /**
+     * The node's kubelet or containerd restarted mid-training, as an upgrade does: the ranks' containers run on, so
+     * the job counts nothing and says nothing, and trains to its end with the same pods, never resuming.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"kubelet", "containerd"})
+    void aNodeAgentRestartedMidTrainingIsNoFaultAndTheJobTrainsOn(String agent) throws Exception {
+        String ns = install.namespace(agent + "-restarted");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        int epochs = KUBELET_PACE_EPOCHS;
+        submitT9k(ns, "ag", "backoffLimit: 2", master("ExitCode", state, epochs) + worker("ExitCode", state, "", "{}", epochs));
+        awaitLogged(ns, "ag-master-0", "epoch 3/" + epochs);
+        Set<String> before = podUids(ns);
+        if (agent.equals("kubelet")) {
+            node.restartKubelet();
+        } else {
+            node.restartContainerd();
+        }
+        assertEquals(JobPhase.Running, RealNodeJobs.t9k(ns, "ag").getStatus().phase, "the restart came mid-training");
+        PyTorchTrainingJob done = awaitT9k(ns, "ag", JobPhase.Succeeded);
+        assertEquals(0, done.getStatus().backoffCount, events(ns, null).toString());
+        assertEquals(before, podUids(ns), "the same pods");
+        for (Pod pod : admin.pods().inNamespace(ns).list().getItems()) {
+            assertEquals(0, pod.getStatus().getContainerStatuses().get(0).getRestartCount(), pod.getMetadata().getName());
+        }
+        assertTrue(events(ns, "JobRestarting").isEmpty() && events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
+        String master = logs(ns, "ag-master-0");
+        assertFalse(master.contains("resuming at epoch"), master);
+        assertTrue(master.contains("final accuracy"), master);
+    }
+
+    /**
      * The node's kubelet is cut off mid-training (stopped), a rank is killed there and its pod deleted with kubectl:
      * the group's restart deletes every pod, and no kubelet confirms any of them gone, so the new group cannot be
      * made. A minute after their grace period the job says so of each replica, naming the node and what to do, and
