@@ -32,6 +32,8 @@ public class ReplicaStatus {
     public Integer restartsInPlace;
     @JsonPropertyDescription("Why this replica's pod cannot start, while it cannot (the pod waits; nothing is counted).")
     public CannotStart cannotStart;
+    @JsonPropertyDescription("Pods of this replica in a row that their kubelet refused to run (OutOfcpu, NodeShutdown, UnexpectedAdmissionError, ...), until a kubelet takes one: each is replaced, nothing is counted, and the wait before the next one doubles with each.")
+    public Integer refusalsInARow;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties(ignoreUnknown = true)

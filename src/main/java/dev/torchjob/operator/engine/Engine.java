@@ -240,16 +240,21 @@ public final class Engine {
             running = allRunning || previous.running();
             phase = running ? JobPhase.Running : pausedBefore ? JobPhase.Resuming : JobPhase.Pending;
             Optional<String> underWay = groupRestarts.underWay();
-            boolean replicaFailure = !failures.isEmpty() || ledger.hasEntries() || underWay.isPresent();
-            return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures)), cannotStart));
+            // A replica whose pod its kubelet refused is being replaced, not restarted: it is said as one that cannot start.
+            Set<String> refused = replicaGroups.stream().flatMap(group -> group.replicas().stream())
+                    .filter(replica -> replica.refusalsInARow() > 0).map(ReplicaState::name).collect(Collectors.toSet());
+            List<JobState.CountedRestart> restarting = ledger.entries().stream().filter(entry -> !refused.contains(entry.pod())).toList();
+            boolean replicaFailure = !failures.isEmpty() || !restarting.isEmpty() || underWay.isPresent();
+            return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures, restarting)),
+                    cannotStart));
         }
 
-        private String replicaFailureMessage(List<Stopped> failures) {
+        private String replicaFailureMessage(List<Stopped> failures, List<JobState.CountedRestart> restarting) {
             if (!failures.isEmpty()) {
                 return failures.stream().map(s -> s.ending().describe()).collect(Collectors.joining("; "));
             }
-            if (ledger.hasEntries()) {
-                return "Restarting " + ledger.entries().stream()
+            if (!restarting.isEmpty()) {
+                return "Restarting " + restarting.stream()
                         .map(c -> c.restartAt() != null && now.isBefore(c.restartAt()) ? c.pod() + " at " + c.restartAt() : c.pod())
                         .collect(Collectors.joining(", ")) + ".";
             }

@@ -81,10 +81,16 @@ public record JobState(
      * containers, how its last pod that failed ended (kept across restarts, with its last output), how
      * many times it failed in a row without running long enough in between (the back-off grows with
      * it), the in-place container restarts of pod {@code uid} already counted against the budget, and
-     * why pod {@code uid} cannot start, while it cannot (said once per pod and cause).
+     * why pod {@code uid} cannot start, while it cannot (said once per pod and cause), and how many of its pods in a row
+     * their kubelets refused (the wait before the next one grows with it).
      */
     public record ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
-            int failuresInARow, int restartsInPlace, StartBlocker cannotStart) {
+            int failuresInARow, int restartsInPlace, StartBlocker cannotStart, int refusalsInARow) {
+        public ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
+                int failuresInARow, int restartsInPlace, StartBlocker cannotStart) {
+            this(name, uid, phase, containers, lastFailure, failuresInARow, restartsInPlace, cannotStart, 0);
+        }
+
         public ReplicaState(String name, String uid, ReplicaPhase phase, List<ContainerState> containers, String lastFailure,
                 int failuresInARow) {
             this(name, uid, phase, containers, lastFailure, failuresInARow, 0, null);

@@ -37,7 +37,9 @@ final class MasterAddress {
         String master = topology.master().podName();
         Pod current = pass.pods().get(master);
         Pod last = current != null ? current : pass.gonePods().get(master);
-        if (last == null || (current != null && !Pods.isTerminating(current) && !Pods.replicaPhase(current).isFinished())) {
+        // A pod its kubelet refused never had an address.
+        if (last == null || RefusedPod.is(last)
+                || (current != null && !Pods.isTerminating(current) && !Pods.replicaPhase(current).isFinished())) {
             return Optional.empty();
         }
         // Its address is no longer served once its containers ended (the endpoints leave out a finished pod) or its

@@ -14,7 +14,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 /**
  * What each replica's pod says in one pass of a training job: stopped (failed, deleted from outside,
  * vanished, or succeeded under Always), restarted in place by its kubelet, backing off, or missing
- * (its pod is to be created). A pod whose restart is already counted is ended here (a survivor of a
+ * (its pod is to be created). A pod its kubelet refused is replaced here, counting nothing ({@link RefusedPod}). A pod whose restart is already counted is ended here (a survivor of a
  * group restart at once; a failed one once its back-off is due, so its logs can be read until then).
  * Its lists are the pass's to change: the restart decisions take from them and add to {@code missing}.
  */
@@ -40,6 +40,11 @@ record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<Rest
                     } else {
                         out.delete(pod, DeletionReason.RESTART, job.restartsAsGroup() ? GroupRestarts.stopGrace(pod) : null);
                     }
+                } else if (RefusedPod.is(pod)) {
+                    // Its kubelet refused it: it ran nothing, so nothing failed (deleted by someone else: it just goes).
+                    if (!Pods.isTerminating(pod)) {
+                        RefusedPod.replace(pass, slot, pod);
+                    }
                 } else if (Pods.isTerminating(pod)) {
                     if (job.restartsAsGroup() && Objects.equals(uidOf(pod), lastUid)) {
                         // Being deleted by someone else (kubectl delete pod, an eviction): it stops from outside, now.
@@ -58,6 +63,10 @@ record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<Rest
             } else if (lastUid != null && !ledger.isCounted(slot.podName(), lastUid)) {
                 // Gone between two passes: how it ended, if it was seen on its way out.
                 Pod last = pass.gonePods().get(slot.podName());
+                if (last != null && lastUid.equals(uidOf(last)) && RefusedPod.is(last)) {
+                    survey.missing.add(slot); // refused, then removed before any pass took it: nothing failed
+                    continue;
+                }
                 ReplicaEnding ending = last != null && lastUid.equals(uidOf(last)) ? ReplicaEnding.ofGonePod(last)
                         : ReplicaEnding.vanished(slot.podName());
                 survey.stopped.add(new Stopped(slot, ending, lastUid, null));

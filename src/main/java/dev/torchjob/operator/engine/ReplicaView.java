@@ -23,6 +23,9 @@ final class ReplicaView {
     /** In-place restarts counted this pass: the pod's total restarts, now all counted. */
     private final Map<String, Integer> restartsInPlace = new LinkedHashMap<>();
 
+    /** Replicas whose pod its kubelet refused this pass: their refusals in a row, this one included. */
+    private final Map<String, Integer> refusalsInARow = new LinkedHashMap<>();
+
     /** Pods that cannot start this pass, and why. */
     private final Map<String, StartBlocker> cannotStart = new LinkedHashMap<>();
 
@@ -48,6 +51,10 @@ final class ReplicaView {
     void restartedInPlace(ReplicaEnding ending, int totalRestarts) {
         failed(ending);
         restartsInPlace.put(ending.podName(), totalRestarts);
+    }
+
+    void refused(String podName, int inARow) {
+        refusalsInARow.put(podName, inARow);
     }
 
     void cannotStart(String podName, StartBlocker blocker) {
@@ -106,12 +113,15 @@ final class ReplicaView {
         String uidBefore = createdPods.getOrDefault(podName, before == null ? null : before.uid());
         String lastFailure = failures.getOrDefault(podName, before == null ? null : before.lastFailure());
         int inARow = failuresInARow.getOrDefault(podName, before == null ? 0 : before.failuresInARow());
+        int refusedBefore = before == null ? 0 : before.refusalsInARow();
         if (pod == null) {
             // Keep the last pod's UID: it tells a pod that vanished from one never created.
             // A pod the gang scheduler holds back from being created: why is kept with the replica.
             return new ReplicaState(podName, uidBefore, active ? ReplicaPhase.Creating : ReplicaPhase.Deleted, List.of(), lastFailure,
-                    inARow, before == null ? 0 : before.restartsInPlace(), cannotStart.get(podName));
+                    inARow, before == null ? 0 : before.restartsInPlace(), cannotStart.get(podName), refusedBefore);
         }
+        // A pod its kubelet admitted ends a run of refusals; one still waiting for its kubelet's word keeps it.
+        int refusals = refusalsInARow.getOrDefault(podName, RefusedPod.admitted(pod) ? 0 : refusedBefore);
         // A pod on its way out that we did not count keeps the UID last recorded: a pod deleted by
         // someone else is then seen to vanish, while one never recorded (scale-down, pause) is not.
         String uid = Pods.isTerminating(pod) && !ledger.isCounted(pod) ? uidBefore : pod.getMetadata().getUid();
@@ -122,7 +132,7 @@ final class ReplicaView {
             }
         }
         return new ReplicaState(podName, uid, Pods.replicaPhase(pod), containers, lastFailure, inARow, restartsInPlaceCounted(pod),
-                cannotStart.get(podName));
+                cannotStart.get(podName), refusals);
     }
 
     private static ContainerState containerOf(ContainerStatus status) {

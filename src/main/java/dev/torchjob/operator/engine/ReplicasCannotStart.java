@@ -13,8 +13,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * The replicas of a training job whose pods cannot start, and why ({@link StartBlocker}): a pod the
- * scheduler or the kubelet cannot start, an old pod that outstays its deletion, a group the gang
- * scheduler holds back. Said once per pod and cause, counted as nothing: they start by themselves once
+ * scheduler or the kubelet cannot start, a pod its kubelet refused ({@link RefusedPod}) until a kubelet takes
+ * its replacement, an old pod that outstays its deletion, a group the gang scheduler holds back. Said once per pod and cause, counted as nothing: they start by themselves once
  * the cause is fixed (only the deadline, or the queue's own waitForPodsReady, ends the wait).
  */
 final class ReplicasCannotStart {
@@ -41,13 +41,33 @@ final class ReplicasCannotStart {
                 pass.now());
         for (ReplicaSlot slot : topology.slots()) {
             Pod pod = pass.pods().get(slot.podName());
-            if (pod == null || (pass.ledger().isCounted(pod) && !Pods.isTerminating(pod))) {
+            ReplicaState before = pass.previous().replica(slot.podName());
+            Optional<StartBlocker> refusedBefore = refusedBefore(before);
+            if (pod != null && RefusedPod.is(pod) && !Pods.isTerminating(pod)) {
+                StartBlocker refused = RefusedPod.blocker(pod, pass.ledger().restartAt(slot.podName()), pass.now());
+                wait(blocked, slot, refused);
+                // Said once for refusals in a row of one reason: the condition says when the next pod comes.
+                if (refusedBefore.filter(b -> b.reason().equals(refused.reason())).isEmpty()) {
+                    pass.out().events.add(JobEvent.warning("ReplicaCannotStart", refused.message() + WAITS)
+                            .about(pod.getMetadata().getUid() + "#" + refused.reason()));
+                }
                 continue;
             }
-            ReplicaState before = pass.previous().replica(slot.podName());
+            if (pod == null || RefusedPod.is(pod)) {
+                // Between a refused pod and its new one: what the refusal said still holds.
+                refusedBefore.ifPresent(refused -> wait(blocked, slot, refused));
+                continue;
+            }
+            if (pass.ledger().isCounted(pod) && !Pods.isTerminating(pod)) {
+                continue;
+            }
             String uid = pod.getMetadata().getUid();
-            StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart() : null;
+            StartBlocker known = before != null && uid != null && uid.equals(before.uid()) ? before.cannotStart()
+                    : refusedBefore.orElse(null);
             Optional<StartBlocker> blocker = blockerOf(pod, uid, known);
+            if (blocker.isEmpty() && refusedBefore.isPresent() && !RefusedPod.admitted(pod)) {
+                blocker = refusedBefore; // the new pod has no kubelet's word yet
+            }
             if (blocker.isPresent() && blocker.get().reason().equals(StartBlocker.UNSCHEDULABLE) && gangUnschedulableCountsFrom.isPresent()
                     && (known == null || !known.reason().equals(StartBlocker.UNSCHEDULABLE))) {
                 // The gang scheduler's word while the group is still being made: see Gang.
@@ -55,8 +75,7 @@ final class ReplicasCannotStart {
                 continue;
             }
             if (blocker.isPresent()) {
-                pass.view().cannotStart(slot.podName(), blocker.get());
-                blocked.add(blocker.get());
+                wait(blocked, slot, blocker.get());
                 if (known == null || !known.reason().equals(blocker.get().reason())) {
                     pass.out().events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message() + WAITS)
                             .about(uid + "#" + blocker.get().reason()));
@@ -78,6 +97,16 @@ final class ReplicasCannotStart {
         }
         StartBlocker.nextLookAtWarnings(pod, now).ifPresent(pass.out()::recheckAt);
         return StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
+    }
+
+    private void wait(List<StartBlocker> blocked, ReplicaSlot slot, StartBlocker blocker) {
+        pass.view().cannotStart(slot.podName(), blocker);
+        blocked.add(blocker);
+    }
+
+    /** What was said of the replica since its last pod was refused, while no kubelet has taken a pod of it since. */
+    private static Optional<StartBlocker> refusedBefore(ReplicaState before) {
+        return before == null || before.refusalsInARow() == 0 ? Optional.empty() : Optional.ofNullable(before.cannotStart());
     }
 
     /** The gang scheduler holds the group back: said as any other cause that keeps pods from starting. */

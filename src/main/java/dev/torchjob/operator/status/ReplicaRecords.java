@@ -32,6 +32,7 @@ public final class ReplicaRecords {
                 status.lastFailure = replica.lastFailure();
                 status.failuresInARow = replica.failuresInARow() == 0 ? null : replica.failuresInARow();
                 status.restartsInPlace = replica.restartsInPlace() == 0 ? null : replica.restartsInPlace();
+                status.refusalsInARow = replica.refusalsInARow() == 0 ? null : replica.refusalsInARow();
                 if (replica.cannotStart() != null) {
                     status.cannotStart = new ReplicaStatus.CannotStart();
                     status.cannotStart.reason = replica.cannotStart().reason();
@@ -63,7 +64,8 @@ public final class ReplicaRecords {
                         replica.lastFailure, replica.failuresInARow == null ? 0 : replica.failuresInARow,
                         replica.restartsInPlace == null ? 0 : replica.restartsInPlace,
                         replica.cannotStart == null || replica.cannotStart.reason == null ? null
-                                : new StartBlocker(replica.cannotStart.reason, replica.cannotStart.message)));
+                                : new StartBlocker(replica.cannotStart.reason, replica.cannotStart.message),
+                        replica.refusalsInARow == null ? 0 : replica.refusalsInARow));
             }
             groups.add(new ReplicaGroupState(task.type, task.restartCount == null ? 0 : task.restartCount, replicas));
         }

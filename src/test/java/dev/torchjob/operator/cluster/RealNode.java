@@ -136,6 +136,7 @@ public final class RealNode implements AutoCloseable {
         publishApiServer();
         host.recordKernelSettings();
         startKubeProxy();
+        startLogind();
         startKubelet();
         awaitReady();
         awaitKubeProxy();
@@ -391,6 +392,51 @@ public final class RealNode implements AutoCloseable {
                 "--leader-elect=false", "--secure-port=0"));
     }
 
+    private Path systemBus() {
+        return STATE.resolve("dbus/system_bus_socket");
+    }
+
+    /**
+     * The node's own D-Bus system bus (Debian's dbus-daemon) and on it the stand-in for systemd-logind that node.sh
+     * builds: what the kubelet's graceful node shutdown talks to. The machine's own bus, if it has one, is not used.
+     */
+    private void startLogind() throws IOException {
+        Files.createDirectories(systemBus().getParent());
+        Files.deleteIfExists(systemBus());
+        Path config = systemBus().resolveSibling("system.conf");
+        Files.writeString(config, """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig>
+                  <type>system</type>
+                  <listen>unix:path=%s</listen>
+                  <auth>EXTERNAL</auth>
+                  <policy context="default">
+                    <allow user="root"/>
+                    <allow own="*"/>
+                    <allow send_destination="*"/>
+                    <allow receive_sender="*"/>
+                  </policy>
+                </busconfig>
+                """.formatted(systemBus()));
+        startProcess("dbus-daemon", List.of("dbus-daemon", "--config-file=" + config, "--nofork", "--nopidfile"));
+        await("dbus-daemon", () -> Files.exists(systemBus()));
+        startProcess("logind", List.of("env", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + systemBus(), bin.resolve("logind").toString()));
+        await("logind", () -> cluster.report("logind").contains("logind: ready"));
+    }
+
+    /**
+     * The kubelet's graceful node shutdown, as systemd starts it on {@code shutdown} or {@code systemctl poweroff}:
+     * logind says the machine is about to go down, the kubelet stops every pod of the node (reason {@code Terminated},
+     * within {@code shutdownGracePeriod}), says the node is not ready and refuses new pods ({@code NodeShutdown}).
+     * Nothing is shut down: the returned handle, closed, cancels it ({@code shutdown -c}), and the kubelet takes pods again.
+     */
+    public AutoCloseable shutDown() throws IOException, InterruptedException {
+        long pid = cluster.pid("logind");
+        signal(pid, "USR1");
+        return () -> signal(pid, "USR2");
+    }
+
     private void startKubelet() throws IOException {
         Path config = STATE.resolve("kubelet.yaml");
         Files.writeString(config, """
@@ -412,6 +458,8 @@ public final class RealNode implements AutoCloseable {
                 volumeStatsAggPeriod: 5s
                 imageGCHighThresholdPercent: 100
                 imageGCLowThresholdPercent: 99
+                shutdownGracePeriod: 10s
+                shutdownGracePeriodCriticalPods: 2s
                 rotateCertificates: false
                 serverTLSBootstrap: false
                 podLogsDir: %s
@@ -420,7 +468,8 @@ public final class RealNode implements AutoCloseable {
                   webhook: {enabled: false}
                 authorization: {mode: AlwaysAllow}
                 """.formatted(socket(), GATEWAY, GATEWAY, kubeletPort, STATE.resolve("pod-logs")));
-        startProcess("kubelet", List.of(bin.resolve("kubelet").toString(), "--config=" + config,
+        startProcess("kubelet", List.of("env", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + systemBus(), bin.resolve("kubelet").toString(),
+                "--config=" + config,
                 "--kubeconfig=" + cluster.adminKubeconfig, "--root-dir=" + STATE.resolve("kubelet"),
                 "--cert-dir=" + STATE.resolve("kubelet-pki"), "--hostname-override=" + NAME, "--node-ip=" + GATEWAY,
                 "--node-labels=test.torchjob.dev/real-node=true", "--v=" + System.getProperty("torchjob.kubelet.verbosity", "0")));
@@ -491,7 +540,7 @@ public final class RealNode implements AutoCloseable {
     }
 
     private static void signal(long pid, String signal) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(pid)).redirectErrorStream(true).start();
+        Process kill = new ProcessBuilder("bash", "-c", "kill -" + signal + " " + pid).redirectErrorStream(true).start();
         if (kill.waitFor() != 0) {
             throw new IllegalStateException("kill -" + signal + " " + pid + ": " + new String(kill.getInputStream().readAllBytes()));
         }
@@ -513,7 +562,7 @@ public final class RealNode implements AutoCloseable {
     /** Stops the node and puts back what it changed on the machine. */
     @Override
     public synchronized void close() {
-        for (String name : List.of("kubelet", "kube-proxy", "coredns", "kube-controller-manager-node")) {
+        for (String name : List.of("kubelet", "logind", "dbus-daemon", "kube-proxy", "coredns", "kube-controller-manager-node")) {
             cluster.stopProcess(name);
         }
         if (relay != null) {

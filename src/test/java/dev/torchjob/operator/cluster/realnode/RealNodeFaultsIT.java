@@ -595,6 +595,92 @@ class RealNodeFaultsIT {
         assertFalse(events(ns, "ReplicaCannotStart").isEmpty(), events(ns, null).toString());
     }
 
+    /**
+     * A rank's pod its kubelet refuses: the job's template pins its pods to the node ({@code nodeName}: the scheduler has
+     * no say) while another pod holds the node's CPU but room for one rank. The kubelet admits one rank and refuses the
+     * other ({@code OutOfcpu}, the pod {@code Failed} without running): its replica gets new pods, each after a longer
+     * wait, and nothing is counted, even under {@code ExitCode} with {@code backoffLimit: 0}. Once the room is back, the
+     * next pod is admitted and the job trains to its end.
+     */
+    @Test
+    void aRanksPodItsKubeletRefusesIsReplacedCountingNothingUntilTheNodeTakesIt() {
+        String ns = install.namespace("refused");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        // Room for one rank (250m) and not two.
+        long hold = unrequestedMillicores() - 375;
+        kubectl.runWithInput("""
+                apiVersion: v1
+                kind: Pod
+                metadata: {name: holder}
+                spec:
+                  terminationGracePeriodSeconds: 1
+                  containers:
+                  - name: hold
+                    image: torchjob-examples:0.1.0
+                    command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
+                    resources: {requests: {cpu: %dm}}
+                """.formatted(hold), "apply", "-n", ns, "-f", "-").orFail();
+        await().atMost(Duration.ofSeconds(60)).until(() -> "Running".equals(admin.pods().inNamespace(ns).withName("holder").get().getStatus().getPhase()));
+        String pinned = "nodeName: " + RealNode.NAME + "\n";
+        submitT9k(ns, "rf", "backoffLimit: 0", master("ExitCode", state, EPOCHS, pinned) + worker("ExitCode", state, "", "{}", EPOCHS, pinned));
+        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
+                .failFast("the job ended while a rank was refused", () -> {
+                    JobPhase phase = RealNodeJobs.t9k(ns, "rf").getStatus().phase;
+                    return phase != null && phase.isTerminal();
+                })
+                .until(() -> RealNodeJobs.t9k(ns, "rf").getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                        .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 3));
+        List<String> said = events(ns, "ReplicaCannotStart");
+        assertTrue(said.stream().anyMatch(m -> m.matches("pod rf-(master|worker)-0 was refused by its kubelet on node " + RealNode.NAME
+                + " \\(OutOfcpu: Node didn't have enough resource: cpu, requested: 250, used: \\d+, capacity: \\d+\\); a new pod replaces it now; "
+                + "the job waits for it, nothing is counted")), events(ns, null).toString());
+        assertEquals(1, said.size(), "refusals in a row for one cause are said once: " + said);
+        var running = running(ns, "rf");
+        assertEquals("OutOfcpu", running.reason, running.message);
+        Integer counted = RealNodeJobs.t9k(ns, "rf").getStatus().backoffCount;
+        assertTrue(counted == null || counted == 0, "nothing is counted: " + counted);
+        kubectl.run("delete", "pod", "holder", "-n", ns).orFail();
+        PyTorchTrainingJob done = awaitT9k(ns, "rf", JobPhase.Succeeded);
+        assertTrue(done.getStatus().backoffCount == null || done.getStatus().backoffCount == 0, "nothing counted: " + done.getStatus().backoffCount);
+        assertTrue(events(ns, "JobRestarting").isEmpty() && events(ns, "ReplicaFailed").isEmpty(), events(ns, null).toString());
+        assertTrue(done.getStatus().tasks.stream().flatMap(t -> t.replicas.stream()).allMatch(r -> r.refusalsInARow == null),
+                "a pod its kubelet took ends the refusals in a row");
+    }
+
+    /**
+     * The node shutting down mid-training, as {@code shutdown} or {@code systemctl poweroff} starts it: logind tells the
+     * kubelet (graceful node shutdown), which stops every rank ({@code Terminated}), one restart of the job in the
+     * kubelet's words. Until the shutdown is called off the kubelet refuses the new group's pods ({@code NodeShutdown}:
+     * the tier has no node lifecycle controller to taint the node not-ready, so the scheduler keeps placing them there,
+     * as in the moments before a cluster's does): each is replaced, nothing more is counted. Once it is called off,
+     * the next pods are admitted and the job resumes from its checkpoint.
+     */
+    @Test
+    void aNodeShuttingDownMidTrainingIsOneRestartAndItsRefusalsCountNothing() throws Exception {
+        String ns = install.namespace("node-shutdown");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        int epochs = STOPPED_THROUGH_THE_API_EPOCHS;
+        submitT9k(ns, "sd", "backoffLimit: 2", master("ExitCode", state, epochs) + worker("ExitCode", state, "", "{}", epochs));
+        awaitLogged(ns, "sd-master-0", "epoch 3/" + epochs);
+        Set<String> before = podUids(ns);
+        try (AutoCloseable shutdown = node.shutDown()) {
+            await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
+                    .failFast("the job finished before the node shut down", () -> RealNodeJobs.t9k(ns, "sd").getStatus().phase == JobPhase.Succeeded)
+                    .until(() -> RealNodeJobs.t9k(ns, "sd").getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                            .allMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 2));
+            assertEquals("NodeShutdown", running(ns, "sd").reason, running(ns, "sd").message);
+            assertEquals(1, RealNodeJobs.t9k(ns, "sd").getStatus().backoffCount, "the shutdown is one restart; the refusals count nothing");
+        }
+        PyTorchTrainingJob done = awaitT9k(ns, "sd", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+        List<String> restarting = events(ns, "JobRestarting");
+        assertTrue(restarting.size() == 1 && restarting.get(0).contains(
+                " was evicted (Terminated: Pod was terminated in response to imminent node shutdown)"), events(ns, null).toString());
+        assertOneRestartResumed(ns, "sd", "pod sd-", before);
+        assertTrue(events(ns, "ReplicaCannotStart").stream().anyMatch(m -> m.contains(" was refused by its kubelet on node " + RealNode.NAME
+                + " (NodeShutdown: Pod was rejected as the node is shutting down)")), events(ns, null).toString());
+    }
+
     /** The real node's allocatable CPU that no pod there requests, as its scheduler counts it (finished pods hold none). */
     static long unrequestedMillicores() {
         long allocatable = millicores(admin.nodes().withName(RealNode.NAME).get().getStatus().getAllocatable().get("cpu"));
