@@ -14,8 +14,9 @@ import io.fabric8.kubernetes.api.model.Pod;
 /**
  * What each replica's pod says in one pass of a training job: stopped (failed, deleted from outside,
  * vanished, or succeeded under Always), restarted in place by its kubelet, backing off, or missing
- * (its pod is to be created). A pod its kubelet refused is replaced here, counting nothing ({@link RefusedPod}). A pod whose restart is already counted is ended here (a survivor of a
- * group restart at once; a failed one once its back-off is due, so its logs can be read until then).
+ * (its pod is to be created). A pod its kubelet refused is replaced here, counting nothing
+ * ({@link RefusedPod}). A pod whose restart is already counted is ended here (a survivor of a group
+ * restart at once; a failed one once its back-off is due, so its logs can be read until then).
  * Its lists are the pass's to change: the restart decisions take from them and add to {@code missing}.
  */
 record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<RestartedInPlace> inPlace) {

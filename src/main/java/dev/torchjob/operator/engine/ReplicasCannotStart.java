@@ -13,9 +13,10 @@ import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * The replicas of a training job whose pods cannot start, and why ({@link StartBlocker}): a pod the
- * scheduler or the kubelet cannot start, a pod its kubelet refused ({@link RefusedPod}) until a kubelet takes
- * its replacement, an old pod that outstays its deletion, a group the gang scheduler holds back. Said once per pod and cause, counted as nothing: they start by themselves once
- * the cause is fixed (only the deadline, or the queue's own waitForPodsReady, ends the wait).
+ * scheduler or the kubelet cannot start, a pod its kubelet refused ({@link RefusedPod}) until a kubelet
+ * takes its replacement, an old pod that outstays its deletion, a group the gang scheduler holds back.
+ * Said once per pod and cause, counted as nothing: they start by themselves once the cause is fixed
+ * (only the deadline, or the queue's own waitForPodsReady, ends the wait).
  */
 final class ReplicasCannotStart {
     private static final String WAITS = "; the job waits for it, nothing is counted";
@@ -45,7 +46,7 @@ final class ReplicasCannotStart {
             Optional<StartBlocker> refusedBefore = refusedBefore(before);
             if (pod != null && RefusedPod.is(pod) && !Pods.isTerminating(pod)) {
                 StartBlocker refused = RefusedPod.blocker(pod, pass.ledger().restartAt(slot.podName()), pass.now());
-                wait(blocked, slot, refused);
+                record(blocked, slot, refused);
                 // Said once for refusals in a row of one reason: the condition says when the next pod comes.
                 if (refusedBefore.filter(b -> b.reason().equals(refused.reason())).isEmpty()) {
                     pass.out().events.add(JobEvent.warning("ReplicaCannotStart", refused.message() + WAITS)
@@ -55,7 +56,7 @@ final class ReplicasCannotStart {
             }
             if (pod == null || RefusedPod.is(pod)) {
                 // Between a refused pod and its new one: what the refusal said still holds.
-                refusedBefore.ifPresent(refused -> wait(blocked, slot, refused));
+                refusedBefore.ifPresent(refused -> record(blocked, slot, refused));
                 continue;
             }
             if (pass.ledger().isCounted(pod) && !Pods.isTerminating(pod)) {
@@ -75,7 +76,7 @@ final class ReplicasCannotStart {
                 continue;
             }
             if (blocker.isPresent()) {
-                wait(blocked, slot, blocker.get());
+                record(blocked, slot, blocker.get());
                 if (known == null || !known.reason().equals(blocker.get().reason())) {
                     pass.out().events.add(JobEvent.warning("ReplicaCannotStart", blocker.get().message() + WAITS)
                             .about(uid + "#" + blocker.get().reason()));
@@ -99,7 +100,7 @@ final class ReplicasCannotStart {
         return StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
     }
 
-    private void wait(List<StartBlocker> blocked, ReplicaSlot slot, StartBlocker blocker) {
+    private void record(List<StartBlocker> blocked, ReplicaSlot slot, StartBlocker blocker) {
         pass.view().cannotStart(slot.podName(), blocker);
         blocked.add(blocker);
     }

@@ -620,7 +620,8 @@ class RealNodeFaultsIT {
                     command: [python, -c, "import signal, time; signal.signal(signal.SIGTERM, lambda *_: exit(0)); time.sleep(10**6)"]
                     resources: {requests: {cpu: %dm}}
                 """.formatted(hold), "apply", "-n", ns, "-f", "-").orFail();
-        await().atMost(Duration.ofSeconds(60)).until(() -> "Running".equals(admin.pods().inNamespace(ns).withName("holder").get().getStatus().getPhase()));
+        await().atMost(Duration.ofSeconds(60))
+                .until(() -> "Running".equals(admin.pods().inNamespace(ns).withName("holder").get().getStatus().getPhase()));
         String pinned = "nodeName: " + RealNode.NAME + "\n";
         submitT9k(ns, "rf", "backoffLimit: 0", master("ExitCode", state, EPOCHS, pinned) + worker("ExitCode", state, "", "{}", EPOCHS, pinned));
         await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
