@@ -2,7 +2,6 @@ package dev.torchjob.operator.engine;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.List;
 import java.util.Optional;
 
 import dev.torchjob.operator.engine.JobState.ReplicaState;
@@ -20,9 +19,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 final class RefusedPod {
     /** What the kubelet writes before its words on a pod it refused (Kubernetes' {@code rejectPod}, unchanged since 1.x). */
     static final String KUBELET_PREFIX = "Pod was rejected: ";
-    /** The second refusal in a row waits this long, doubling with each further one up to {@link #MAX_WAIT}. */
-    static final Duration FIRST_WAIT = Duration.ofSeconds(1);
-    static final Duration MAX_WAIT = Duration.ofMinutes(5);
+    /** The second refusal in a row waits 1 s, doubling with each further one up to 5 minutes, as restarts back off. */
+    static final RestartBackoff WAITS = new RestartBackoff(Duration.ofSeconds(1), Duration.ofMinutes(5), Duration.ZERO);
 
     private RefusedPod() {
     }
@@ -33,14 +31,7 @@ final class RefusedPod {
                 || !pod.getStatus().getMessage().startsWith(KUBELET_PREFIX)) {
             return false;
         }
-        List<ContainerStatus> statuses = new java.util.ArrayList<>();
-        if (pod.getStatus().getInitContainerStatuses() != null) {
-            statuses.addAll(pod.getStatus().getInitContainerStatuses());
-        }
-        if (pod.getStatus().getContainerStatuses() != null) {
-            statuses.addAll(pod.getStatus().getContainerStatuses());
-        }
-        return statuses.stream().noneMatch(RefusedPod::started);
+        return StartBlocker.containerStatuses(pod).stream().noneMatch(RefusedPod::started);
     }
 
     /** A kubelet has taken the pod: it reports on its containers, or the pod is past Pending (and not refused). */
@@ -58,18 +49,6 @@ final class RefusedPod {
         return now || before;
     }
 
-    /** How long the new pod waits after this refusal, the replica's {@code refusedBefore} + 1st in a row: the first at once. */
-    static Duration waitAfter(int refusedBefore) {
-        if (refusedBefore <= 0) {
-            return Duration.ZERO;
-        }
-        Duration wait = FIRST_WAIT;
-        for (int i = 1; i < refusedBefore && wait.compareTo(MAX_WAIT) < 0; i++) {
-            wait = wait.multipliedBy(2);
-        }
-        return wait.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : wait;
-    }
-
     /**
      * Takes a refused pod the pass sees for the first time: marked in the ledger (never counted, never taken for a failure
      * or a vanished pod), deleted at once or kept (the reason shows in {@code kubectl get pods}) until its new pod is due.
@@ -77,7 +56,7 @@ final class RefusedPod {
     static void replace(PassContext pass, ReplicaSlot slot, Pod pod) {
         ReplicaState before = pass.previous().replica(slot.podName());
         int refusedBefore = before == null ? 0 : before.refusalsInARow();
-        Duration wait = waitAfter(refusedBefore);
+        Duration wait = WAITS.delay(refusedBefore);
         Instant newPodAt = wait.isZero() ? null : pass.now().plus(wait);
         pass.ledger().mark(slot.podName(), pod.getMetadata().getUid(), newPodAt);
         pass.view().refused(slot.podName(), refusedBefore + 1);

@@ -142,7 +142,7 @@ public record StartBlocker(String reason, String message) {
     }
 
     /** Init containers first: they run before the others. */
-    private static List<ContainerStatus> containerStatuses(Pod pod) {
+    static List<ContainerStatus> containerStatuses(Pod pod) {
         List<ContainerStatus> all = new ArrayList<>();
         if (pod.getStatus() != null) {
             if (pod.getStatus().getInitContainerStatuses() != null) {
