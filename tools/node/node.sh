@@ -4,7 +4,8 @@
 # same wrapper module as the control plane; containerd
 # with its runc shim and ctr, from containerd's Go module (2.x: the kubelet drops containerd 1.x in
 # 1.37); CoreDNS with only the plugins the tier uses (coredns/main.go); the sandboxes' pause program
-# (pause/main.go); a stand-in for systemd-logind, for the kubelet's graceful node shutdown (logind/main.go).
+# (pause/main.go); a stand-in for systemd-logind, for the kubelet's graceful node shutdown (logind/main.go); a
+# stand-in for a GPU vendor's device plugin (gpus/main.go).
 # runc and the CNI plugins are Debian's (`runc`, `containernetworking-plugins`), dbus-daemon too.
 # Cached in $CONTROL_PLANE_CACHE; prints the directory holding the binaries on its last line.
 set -euo pipefail
@@ -21,24 +22,29 @@ components="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns pa
 sources=$( (echo "$components"; cat "$here/coredns/main.go" "$here/pause/main.go") | sha256sum | cut -c1-8)
 bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-$sources/bin"
 
-# The logind stand-in joined later, keyed on its own: a change to it builds only it.
-logind_key=$(cat "$here/logind/main.go" "$here/logind/go.mod" "$here/logind/go.sum" | sha256sum | cut -c1-8)
+# The stand-ins joined later, each keyed on its own sources: a change to one builds only it.
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
-build_logind() {
-  log "building the logind stand-in"
-  rm -f "$bin"/.logind-*
-  cp -r "$here/logind" "$work/logind"
-  (cd "$work/logind" && go build -ldflags "-s -w" -o "$bin/logind" .) >&2
-  touch "$bin/.logind-$logind_key"
+stand_ins="logind gpus"
+stand_in_key() {
+  cat "$here/$1/main.go" "$here/$1/go.mod" "$here/$1/go.sum" | sha256sum | cut -c1-8
+}
+build_stand_in() {
+  log "building the $1 stand-in"
+  rm -f "$bin/.$1-"*
+  cp -r "$here/$1" "$work/$1"
+  (cd "$work/$1" && go build -ldflags "-s -w" -o "$bin/$1" .) >&2
+  touch "$bin/.$1-$(stand_in_key "$1")"
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ -f "$bin/.complete" ]; then
-  if [ ! -f "$bin/.logind-$logind_key" ]; then
-    need_go "to build the logind stand-in"
-    build_logind
-  fi
+  for s in $stand_ins; do
+    if [ ! -f "$bin/.$s-$(stand_in_key "$s")" ]; then
+      need_go "to build the $s stand-in"
+      build_stand_in "$s"
+    fi
+  done
   log "warm: kubelet $KUBERNETES_VERSION, containerd $CONTAINERD_VERSION, CoreDNS $COREDNS_VERSION in $bin"
   echo "$bin"; exit 0
 fi
@@ -67,9 +73,11 @@ log "building the pause program"
 cp -r "$here/pause" "$work/pause" && cd "$work/pause"
 go build -ldflags "-s -w" -o "$bin/pause" . >&2
 
-build_logind
+for s in $stand_ins; do
+  build_stand_in "$s"
+done
 
-for c in $components logind; do
+for c in $components $stand_ins; do
   [ -x "$bin/$c" ] || { log "missing $bin/$c after provisioning"; exit 1; }
 done
 "$bin/kubelet" --version >&2

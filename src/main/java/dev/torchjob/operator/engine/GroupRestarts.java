@@ -167,8 +167,7 @@ final class GroupRestarts {
         }
         ReplicaEnding ending = cause.ending();
         boolean inPlaceCause = ending.cause() == ReplicaEnding.Cause.RESTARTED_IN_PLACE;
-        out.counted(cause.slot().type(), ending.exitCode() != null && (ending.cause() == ReplicaEnding.Cause.FAILED || inPlaceCause)
-                ? ending.exitCode().toString() : ending.cause().name().toLowerCase(), inPlaceCause);
+        out.counted(cause.slot().type(), ending.countedAs(), inPlaceCause);
         String message = incident.story() + (incident.onlyLostPeers() ? "; " + ONLY_LOST_PEERS : "")
                 + (stoppedWithIt.isEmpty() ? "" : "; stopping " + String.join(", ", stoppedWithIt))
                 + "; the job restarts as a group (" + PassOutput.restartOf(ledger.backoffCount(), limit)

@@ -19,7 +19,9 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  *
  * <p>Which came first is read from what the kubelet reports, never from the order in which the
  * operator sees the pods: the time each stopped (a container's {@code finishedAt}, or when a pod's
- * deletion was asked for), in whole seconds as the API serves it. In the same second, a rank whose
+ * deletion was asked for), in whole seconds as the API serves it — except that a rank whose device its kubelet
+ * reports failed is the cause whenever it stopped: its peers may give up on it first (a rank that hangs on a
+ * failed GPU). In the same second, a rank whose
  * output does not say a peer was lost comes before one whose output does (such a rank may even die
  * by a signal: an abort on the lost connection); then a stop from outside the code (deleted, evicted,
  * OOMKilled, killed by a signal: exit code above 128) before an exit of the program's own; then rank order. A pod
@@ -38,7 +40,8 @@ record Incident(Stopped cause, List<Stopped> consequences) {
     static final Duration SETTLE = Duration.ofSeconds(5);
 
     private static final Comparator<Stopped> FIRST = Comparator
-            .comparing((Stopped s) -> s.ending().at() == null ? Instant.MIN : s.ending().at())
+            .comparing((Stopped s) -> s.ending().onFailedDevice() ? 0 : 1)
+            .thenComparing(s -> s.ending().at() == null ? Instant.MIN : s.ending().at())
             .thenComparing(s -> s.ending().showsLostPeer() ? 1 : 0)
             .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
             .thenComparing(s -> s.slot().rank());
@@ -90,6 +93,7 @@ record Incident(Stopped cause, List<Stopped> consequences) {
             case VANISHED -> "deleted";
             case EVICTED -> "evicted";
             case RESTARTED_IN_PLACE -> ending.exitCode() == null ? "restarted in place" : "exit code " + ending.exitCode() + ", restarted in place";
+            case DEVICE_FAILED -> "on a failed device";
             default -> ending.exitCode() == null ? "failed" : "exit code " + ending.exitCode();
         };
         return ending.podName() + " (" + what + ")";

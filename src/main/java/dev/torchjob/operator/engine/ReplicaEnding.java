@@ -15,10 +15,10 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 /**
  * Why a replica's pod stopped: what the restart rules (spec §5) decide on, and what messages
  * and events name (pod, container, exit code; for a pod stopped from outside, or refused by its
- * kubelet, the words of whoever stopped it: {@code podMessage}).
+ * kubelet, the words of whoever stopped it: {@code podMessage}; the devices its kubelet reports failed).
  */
 public record ReplicaEnding(Cause cause, String podName, String container, Integer exitCode, String reason, String podMessage,
-        String output, Duration ran, Instant at) {
+        String output, Duration ran, Instant at, List<String> failedDevices) {
 
     /**
      * The most of a container's termination message (its last log lines, with
@@ -47,7 +47,9 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         /** A non-master pod Succeeded under restartPolicy Always while the job is active. */
         SUCCEEDED,
         /** The kubelet restarted a container of the pod in place (pod restartPolicy OnFailure or Always). */
-        RESTARTED_IN_PLACE
+        RESTARTED_IN_PLACE,
+        /** The pod runs on, but a device it was given failed ({@link FailedDevices}): the operator stops it. */
+        DEVICE_FAILED
     }
 
     public static ReplicaEnding ofFailedPod(Pod pod) {
@@ -69,11 +71,17 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
             String evictedFor = podReason != null ? podReason
                     : disruption.map(PodCondition::getReason).filter(r -> !r.isBlank()).orElse("DisruptionTarget");
             return new ReplicaEnding(Cause.EVICTED, pod.getMetadata().getName(), container, exitCode, evictedFor, brief(said), output, ran,
-                    at != null ? at : disruption.map(c -> time(c.getLastTransitionTime())).orElse(null));
+                    at != null ? at : disruption.map(c -> time(c.getLastTransitionTime())).orElse(null), FailedDevices.of(pod));
         }
         // A pod its kubelet refused (OutOfcpu, NodeAffinity) or ended (DeadlineExceeded) has no exit code: its words say why.
         return new ReplicaEnding(Cause.FAILED, pod.getMetadata().getName(), container, exitCode,
-                reason != null ? reason : podReason, brief(podWords), output, ran, at);
+                reason != null ? reason : podReason, brief(podWords), output, ran, at, FailedDevices.of(pod));
+    }
+
+    /** A pod that runs on while a device it was given has failed: the operator stops it {@code now}. */
+    public static ReplicaEnding ofFailedDevice(Pod pod, Instant now) {
+        return new ReplicaEnding(Cause.DEVICE_FAILED, pod.getMetadata().getName(), null, null, null, null, null, null,
+                now.truncatedTo(ChronoUnit.SECONDS), FailedDevices.of(pod));
     }
 
     /**
@@ -84,9 +92,11 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         if (isEvicted(pod)) {
             ReplicaEnding evicted = ofFailedPod(pod);
             return new ReplicaEnding(Cause.EVICTED, evicted.podName(), evicted.container(), evicted.exitCode(), evicted.reason(),
-                    evicted.podMessage(), evicted.output(), evicted.ran(), evicted.at() != null ? evicted.at() : deletionAskedAt(pod));
+                    evicted.podMessage(), evicted.output(), evicted.ran(), evicted.at() != null ? evicted.at() : deletionAskedAt(pod),
+                    evicted.failedDevices());
         }
-        return new ReplicaEnding(Cause.VANISHED, pod.getMetadata().getName(), null, null, "PodDeleted", null, null, null, deletionAskedAt(pod));
+        return new ReplicaEnding(Cause.VANISHED, pod.getMetadata().getName(), null, null, "PodDeleted", null, null, null, deletionAskedAt(pod),
+                FailedDevices.of(pod));
     }
 
     /** The last in-place restart of the pod's containers: how the container that restarted ended (the training one first). */
@@ -103,7 +113,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return new ReplicaEnding(Cause.RESTARTED_IN_PLACE, pod.getMetadata().getName(), restarted == null ? null : restarted.getName(),
                 last == null ? null : last.getExitCode(), last == null ? null : last.getReason(), null,
                 last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last),
-                last == null ? null : time(last.getFinishedAt()));
+                last == null ? null : time(last.getFinishedAt()), FailedDevices.of(pod));
     }
 
     /**
@@ -120,7 +130,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
 
     /** A pod gone before any pass saw it being deleted: when is not known. */
     public static ReplicaEnding vanished(String podName) {
-        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null, null);
+        return new ReplicaEnding(Cause.VANISHED, podName, null, null, "PodDeleted", null, null, null, null, List.of());
     }
 
     /** A Kubernetes time (whole seconds, as the API serves them); null when absent or unreadable. */
@@ -156,11 +166,32 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     }
 
     /**
-     * It stopped from outside the training code: deleted, evicted, killed for memory, or by a signal
-     * (exit code above 128). Of failures in the same second, one of these is taken as the cause.
+     * It stopped from outside the training code: deleted, evicted, killed for memory, by a signal (exit code
+     * above 128), or with a device its kubelet reports failed. Of failures in the same second, one of these is
+     * taken as the cause.
      */
     boolean fromOutside() {
-        return cause == Cause.VANISHED || cause == Cause.EVICTED || "OOMKilled".equals(reason) || (exitCode != null && exitCode > 128);
+        return cause == Cause.VANISHED || cause == Cause.EVICTED || "OOMKilled".equals(reason) || (exitCode != null && exitCode > 128)
+                || onFailedDevice();
+    }
+
+    /** A device it was given failed, as its kubelet reports: whatever its code did, the hardware did not hold. */
+    boolean onFailedDevice() {
+        return !failedDevices.isEmpty();
+    }
+
+    /**
+     * How the restart metric labels it: the exit code, {@code device-failed} on a failed device, {@code in-place} for a
+     * restart in place whose code was not seen, or the cause ({@code evicted}, {@code vanished}, {@code succeeded}).
+     */
+    String countedAs() {
+        if (onFailedDevice()) {
+            return "device-failed";
+        }
+        if (exitCode != null && (cause == Cause.FAILED || cause == Cause.RESTARTED_IN_PLACE)) {
+            return exitCode.toString();
+        }
+        return cause == Cause.RESTARTED_IN_PLACE ? "in-place" : cause.name().toLowerCase();
     }
 
     /** Its last output says a peer of its process group was gone: a consequence of another rank's failure. */
@@ -190,7 +221,8 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     public static ReplicaEnding succeeded(Pod pod) {
         Integer exitCode = trainingContainerTermination(pod).map(ContainerStateTerminated::getExitCode).orElse(0);
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
-        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null, null, null);
+        return new ReplicaEnding(Cause.SUCCEEDED, pod.getMetadata().getName(), container, exitCode, "Completed", null, null, null, null,
+                List.of());
     }
 
     /** Evicted by the kubelet, preempted, or its node was lost: the pod did nothing wrong. */
@@ -240,13 +272,19 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return reason == null ? podMessage : podMessage == null ? reason : reason + ": " + podMessage;
     }
 
+    /** " on a failed device (nvidia.com/gpu GPU-1 is Unhealthy, as its kubelet reports)", or nothing. */
+    private String onDevices() {
+        return onFailedDevice() ? " on a failed device (" + FailedDevices.said(failedDevices) + ")" : "";
+    }
+
     /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
     public String summary() {
         StringBuilder text = new StringBuilder("pod ").append(podName);
         switch (cause) {
-            case VANISHED -> text.append(" was deleted");
-            case EVICTED -> text.append(" was evicted (").append(why()).append(")");
+            case VANISHED -> text.append(" was deleted").append(onDevices());
+            case EVICTED -> text.append(" was evicted (").append(why()).append(")").append(onDevices());
             case SUCCEEDED -> text.append(" succeeded and restartPolicy is Always");
+            case DEVICE_FAILED -> text.append(" runs").append(onDevices());
             case FAILED, RESTARTED_IN_PLACE -> {
                 if (container != null) {
                     text.append(" (container ").append(container).append(")");
@@ -259,6 +297,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 if (reason != null || podMessage != null) {
                     text.append(" (").append(why()).append(")");
                 }
+                text.append(onDevices());
                 if (cause == Cause.RESTARTED_IN_PLACE) {
                     text.append(" and was restarted in place");
                 }

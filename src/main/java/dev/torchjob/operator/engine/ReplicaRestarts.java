@@ -122,8 +122,7 @@ final class ReplicaRestarts {
             restartAt = oldAddressForgotten.get();
         }
         ledger.count(s.slot().podName(), s.podUid(), restartAt);
-        out.counted(s.slot().type(), ending.cause() == ReplicaEnding.Cause.FAILED && ending.exitCode() != null
-                ? ending.exitCode().toString() : ending.cause().name().toLowerCase(), false);
+        out.counted(s.slot().type(), ending.countedAs(), false);
         out.events.add(JobEvent.warning("ReplicaRestarted", ending.withOutput("Restarting " + ending.summary() + " ("
                 + PassOutput.restartOf(ledger.backoffCount(), limit)
                 + (waitsForDns ? "; new pod " + MasterAddress.waiting(topology, restartAt)

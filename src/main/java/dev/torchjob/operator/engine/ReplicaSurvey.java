@@ -15,7 +15,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * What each replica's pod says in one pass of a training job: stopped (failed, deleted from outside,
  * vanished, or succeeded under Always), restarted in place by its kubelet, backing off, or missing
  * (its pod is to be created). A pod its kubelet refused is replaced here, counting nothing
- * ({@link RefusedPod}). A pod whose restart is already counted is ended here (a survivor of a group
+ * ({@link RefusedPod}). A pod that runs on a device its kubelet reports failed has stopped, as far as training goes
+ * ({@link FailedDevices}): its rank fails or hangs, so it is stopped as a rank stopped from outside is. A pod whose restart is already counted is ended here (a survivor of a group
  * restart at once; a failed one once its back-off is due, so its logs can be read until then).
  * Its lists are the pass's to change: the restart decisions take from them and add to {@code missing}.
  */
@@ -51,6 +52,8 @@ record ReplicaSurvey(List<ReplicaSlot> missing, List<Stopped> stopped, List<Rest
                         // Being deleted by someone else (kubectl delete pod, an eviction): it stops from outside, now.
                         survey.stopped.add(new Stopped(slot, ReplicaEnding.ofDeletedPod(pod), uidOf(pod), pod));
                     }
+                } else if (!Pods.replicaPhase(pod).isFinished() && !FailedDevices.of(pod).isEmpty()) {
+                    survey.stopped.add(new Stopped(slot, ReplicaEnding.ofFailedDevice(pod, now), uidOf(pod), pod));
                 } else {
                     RestartedInPlace.of(slot, pod, pass.view()).ifPresent(survey.inPlace::add);
                     String podPhase = Pods.phase(pod);

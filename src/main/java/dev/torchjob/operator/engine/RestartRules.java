@@ -18,6 +18,7 @@ public final class RestartRules {
             case OnFailure, Always -> true;
             case ExitCode -> ending.cause() == ReplicaEnding.Cause.EVICTED
                     || ending.cause() == ReplicaEnding.Cause.VANISHED
+                    || ending.onFailedDevice()
                     || (ending.exitCode() != null && retryable.contains(ending.exitCode()));
         };
     }

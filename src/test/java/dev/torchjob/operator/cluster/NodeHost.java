@@ -23,7 +23,9 @@ final class NodeHost {
     /** Our own iptables chain: nothing a pod sends is forwarded off the bridge. */
     private static final String GUARD_CHAIN = "TORCHJOB-NODE";
     /** Fixed paths the kubelet uses outside its root folder. */
-    private static final List<Path> OUTSIDE_STATE = List.of(Path.of("/var/lib/kubelet/device-plugins"), Path.of("/var/log/containers"));
+    /** Where the kubelet serves device plugins' registrations, whatever its root dir. */
+    static final Path DEVICE_PLUGINS = Path.of("/var/lib/kubelet/device-plugins");
+    private static final List<Path> OUTSIDE_STATE = List.of(DEVICE_PLUGINS, Path.of("/var/log/containers"));
     /** Marks a folder the node made outside its state (and so removes), as opposed to one that was there. */
     private static final String MADE_HERE = ".made-by-torchjob-real-node";
     private final Map<String, String> kernelBefore = new LinkedHashMap<>();

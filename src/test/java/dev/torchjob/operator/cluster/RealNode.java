@@ -40,6 +40,8 @@ public final class RealNode implements AutoCloseable {
     static final String GATEWAY = "10.250.0.1";
     /** Where the node keeps what it runs (fixed, so a run killed half-way is found and cleaned up by the next). */
     public static final Path STATE = Path.of("/run/torchjob-node");
+    /** How many GPUs the node's device plugin stand-in has. */
+    public static final int GPUS = 4;
     /** Where the pods reach the API server: the relay on the bridge's address ({@link ApiServerRelay}). */
     static final int API_SERVER_RELAY_PORT = 6443;
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
@@ -138,6 +140,7 @@ public final class RealNode implements AutoCloseable {
         startKubeProxy();
         startLogind();
         startKubelet();
+        startGpus();
         awaitReady();
         awaitKubeProxy();
         host.restoreKernelSettings(); // the kubelet and kube-proxy changed them at start, not again later
@@ -437,6 +440,37 @@ public final class RealNode implements AutoCloseable {
         return () -> signal(pid, "USR2");
     }
 
+    /** The file naming the stand-in GPUs that are unhealthy, one a line. */
+    private Path unhealthyGpus() {
+        return STATE.resolve("gpus/unhealthy");
+    }
+
+    /**
+     * The stand-in for a GPU vendor's device plugin that node.sh builds: the node has {@value #GPUS} {@code nvidia.com/gpu},
+     * GPU-0 to GPU-3, each container told its own in {@code NVIDIA_VISIBLE_DEVICES}. Waits until the node shows them.
+     */
+    private void startGpus() throws IOException {
+        Files.createDirectories(unhealthyGpus().getParent());
+        Files.writeString(unhealthyGpus(), "");
+        // The kubelet's device-plugins folder is /var/lib/kubelet/device-plugins whatever its root dir (NodeHost removes it).
+        startProcess("gpus", List.of(bin.resolve("gpus").toString(), "-dir", NodeHost.DEVICE_PLUGINS.toString(),
+                "-count", String.valueOf(GPUS), "-unhealthy", unhealthyGpus().toString()));
+        await("gpus", () -> {
+            Node node = cluster.admin().nodes().withName(NAME).get();
+            return node != null && node.getStatus().getAllocatable() != null
+                    && node.getStatus().getAllocatable().containsKey("nvidia.com/gpu");
+        });
+    }
+
+    /**
+     * The device plugin reports these stand-in GPUs Unhealthy, as NVIDIA's reports a GPU after a fatal Xid error (ECC,
+     * fallen off the bus), until the returned handle is closed.
+     */
+    public AutoCloseable gpusFail(String... devices) throws IOException {
+        Files.writeString(unhealthyGpus(), String.join("\n", devices) + "\n");
+        return () -> Files.writeString(unhealthyGpus(), "");
+    }
+
     private void startKubelet() throws IOException {
         Path config = STATE.resolve("kubelet.yaml");
         Files.writeString(config, """
@@ -562,7 +596,7 @@ public final class RealNode implements AutoCloseable {
     /** Stops the node and puts back what it changed on the machine. */
     @Override
     public synchronized void close() {
-        for (String name : List.of("kubelet", "logind", "dbus-daemon", "kube-proxy", "coredns", "kube-controller-manager-node")) {
+        for (String name : List.of("gpus", "kubelet", "logind", "dbus-daemon", "kube-proxy", "coredns", "kube-controller-manager-node")) {
             cluster.stopProcess(name);
         }
         if (relay != null) {

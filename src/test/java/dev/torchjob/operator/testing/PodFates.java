@@ -99,6 +99,22 @@ public final class PodFates {
                 .build());
     }
 
+    /**
+     * The device plugin reports the health of a device the training container was given ({@code Healthy},
+     * {@code Unhealthy}, {@code Unknown}), and the kubelet writes it in the container's {@code allocatedResourcesStatus};
+     * a pod not seen running yet is running.
+     */
+    public static void deviceHealth(Pod pod, String resource, String device, String health) {
+        String training = TrainingContainer.of(pod).getName();
+        if (pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null
+                || pod.getStatus().getContainerStatuses().stream().noneMatch(s -> training.equals(s.getName()))) {
+            running(pod);
+        }
+        pod.getStatus().getContainerStatuses().stream().filter(s -> training.equals(s.getName())).findFirst().orElseThrow()
+                .setAllocatedResourcesStatus(java.util.List.of(new io.fabric8.kubernetes.api.model.ResourceStatusBuilder().withName(resource)
+                        .addNewResource().withResourceID(device).withHealth(health).endResource().build()));
+    }
+
     public static void evicted(Pod pod) {
         pod.setStatus(new PodStatusBuilder().withPhase("Failed").withReason("Evicted")
                 .withConditions(new PodConditionBuilder().withType("DisruptionTarget").withStatus("True").build()).build());

@@ -682,6 +682,42 @@ class RealNodeFaultsIT {
                 + " (NodeShutdown: Pod was rejected as the node is shutting down)")), events(ns, null).toString());
     }
 
+    /**
+     * A rank's GPU fails mid-training, as NVIDIA's device plugin reports one after a fatal Xid error (the node's
+     * stand-in plugin says it Unhealthy): the kubelet writes it in the pod's status while the rank runs on, hung on
+     * the device as far as the operator can tell. Stopped with its group at once — not after the process group's
+     * timeout — for one restart; the device plugin no longer offers that GPU, so the new rank gets another, and the
+     * job resumes from its checkpoint. Under ExitCode, and so whatever the ranks' exit codes.
+     */
+    @Test
+    void aRankWhoseGpuFailsMidTrainingIsStoppedWithItsGroupForOneRestartOnAnotherGpu() throws Exception {
+        String ns = install.namespace("gpu-failed");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        int epochs = STOPPED_THROUGH_THE_API_EPOCHS;
+        submitT9k(ns, "gf", "backoffLimit: 2", master("ExitCode", state, epochs)
+                + worker("ExitCode", state, "", "{nvidia.com/gpu: 1}", epochs));
+        awaitLogged(ns, "gf-master-0", "epoch 3/" + epochs);
+        Set<String> before = podUids(ns);
+        String gpu = gpuOf(ns, "gf-worker-0");
+        Instant fault = Instant.now();
+        try (AutoCloseable failed = node.gpusFail(gpu)) {
+            PyTorchTrainingJob done = awaitT9k(ns, "gf", JobPhase.Succeeded);
+            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+            assertOneRestartResumed(ns, "gf", "pod gf-worker-0 runs on a failed device (nvidia.com/gpu " + gpu
+                    + " is Unhealthy, as its kubelet reports); stopping gf-master-0; the job restarts as a group", before);
+            String again = gpuOf(ns, "gf-worker-0");
+            assertTrue(!again.equals(gpu), "the new rank has another GPU than the failed " + gpu + ": " + again);
+            recordTimeToTrainAgain(ns, fault, "gf-master-0", "gf-worker-0");
+        }
+    }
+
+    /** The GPU the stand-in device plugin gave the pod's training container, as its kubelet reports it. */
+    static String gpuOf(String ns, String pod) {
+        return admin.pods().inNamespace(ns).withName(pod).get().getStatus().getContainerStatuses().stream()
+                .filter(c -> c.getName().equals("pytorch")).findFirst().orElseThrow().getAllocatedResourcesStatus().stream()
+                .filter(r -> r.getName().equals("nvidia.com/gpu")).findFirst().orElseThrow().getResources().get(0).getResourceID();
+    }
+
     /** The real node's allocatable CPU that no pod there requests, as its scheduler counts it (finished pods hold none). */
     static long unrequestedMillicores() {
         long allocatable = millicores(admin.nodes().withName(RealNode.NAME).get().getStatus().getAllocatable().get("cpu"));
