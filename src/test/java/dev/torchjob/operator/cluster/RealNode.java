@@ -455,11 +455,24 @@ public final class RealNode implements AutoCloseable {
         // The kubelet's device-plugins folder is /var/lib/kubelet/device-plugins whatever its root dir (NodeHost removes it).
         startProcess("gpus", List.of(bin.resolve("gpus").toString(), "-dir", NodeHost.DEVICE_PLUGINS.toString(),
                 "-count", String.valueOf(GPUS), "-unhealthy", unhealthyGpus().toString()));
-        await("gpus", () -> {
-            Node node = cluster.admin().nodes().withName(NAME).get();
-            return node != null && node.getStatus().getAllocatable() != null
-                    && node.getStatus().getAllocatable().containsKey("nvidia.com/gpu");
-        });
+        await("gpus", () -> gpusAllocatable() != null);
+    }
+
+    /**
+     * The device plugin stopped and started again (a DaemonSet's upgrade): the kubelet offers no GPU while it is away.
+     * Returns once the node offers them again.
+     */
+    public void restartGpus() throws IOException {
+        cluster.stopProcess("gpus");
+        await("gpus gone", () -> "0".equals(gpusAllocatable()));
+        startGpus();
+        await("gpus", () -> String.valueOf(GPUS).equals(gpusAllocatable()));
+    }
+
+    private String gpusAllocatable() {
+        Node node = cluster.admin().nodes().withName(NAME).get();
+        var allocatable = node == null || node.getStatus().getAllocatable() == null ? null : node.getStatus().getAllocatable().get("nvidia.com/gpu");
+        return allocatable == null ? null : allocatable.getAmount();
     }
 
     /**

@@ -734,22 +734,24 @@ class RealNodeFaultsIT {
     }
 
     /**
-     * The node's kubelet or containerd restarted mid-training, as an upgrade does: the ranks' containers run on, so
-     * the job counts nothing and says nothing, and trains to its end with the same pods, never resuming.
+     * The node's kubelet, containerd or GPU device plugin restarted mid-training, as an upgrade does: the ranks'
+     * containers run on, so the job counts nothing and says nothing, and trains to its end with the same pods, never
+     * resuming. The worker has a GPU: while its device plugin is away the kubelet offers none, yet reports none failed.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"kubelet", "containerd"})
+    @ValueSource(strings = {"kubelet", "containerd", "device-plugin"})
     void aNodeAgentRestartedMidTrainingIsNoFaultAndTheJobTrainsOn(String agent) throws Exception {
         String ns = install.namespace(agent + "-restarted");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
         int epochs = KUBELET_PACE_EPOCHS;
-        submitT9k(ns, "ag", "backoffLimit: 2", master("ExitCode", state, epochs) + worker("ExitCode", state, "", "{}", epochs));
+        submitT9k(ns, "ag", "backoffLimit: 2", master("ExitCode", state, epochs)
+                + worker("ExitCode", state, "", "{nvidia.com/gpu: 1}", epochs));
         awaitLogged(ns, "ag-master-0", "epoch 3/" + epochs);
         Set<String> before = podUids(ns);
-        if (agent.equals("kubelet")) {
-            node.restartKubelet();
-        } else {
-            node.restartContainerd();
+        switch (agent) {
+            case "kubelet" -> node.restartKubelet();
+            case "containerd" -> node.restartContainerd();
+            default -> node.restartGpus();
         }
         assertEquals(JobPhase.Running, RealNodeJobs.t9k(ns, "ag").getStatus().phase, "the restart came mid-training");
         PyTorchTrainingJob done = awaitT9k(ns, "ag", JobPhase.Succeeded);
