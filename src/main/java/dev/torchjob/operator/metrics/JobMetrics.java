@@ -96,7 +96,7 @@ public class JobMetrics {
         for (Plan.RestartCounted restart : plan.restarts()) {
             kubeflowCounter("training_operator_jobs_restarted", "Replica restarts of jobs", namespace).increment();
             Counter.builder("pytorchtrainingjob_replica_restarts")
-                    .description("Replica restarts by replica type and exit code (or evicted, vanished, succeeded)")
+                    .description("Replica restarts by replica type and exit code (or device-failed, evicted, vanished, succeeded, in-place)")
                     .tag(NAMESPACE_TAG, namespace)
                     .tag(KIND_TAG, kind)
                     .tag("replica_type", restart.replicaType())
