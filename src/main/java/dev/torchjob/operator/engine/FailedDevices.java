@@ -25,7 +25,11 @@ final class FailedDevices {
     private FailedDevices() {
     }
 
-    /** "nvidia.com/gpu GPU-1" for each Unhealthy device of the pod's containers; empty when none is (or nothing is said). */
+    /**
+     * "nvidia.com/gpu GPU-1" for each Unhealthy device of the pod's containers, with the driver's words when it gave
+     * some (a DRA driver may: "claim:gpu/gpu gpu.example.com/node-1/gpu-1 (ECC error count exceeded threshold)");
+     * empty when none is (or nothing is said).
+     */
     static List<String> of(Pod pod) {
         if (pod.getStatus() == null) {
             return List.of();
@@ -33,7 +37,7 @@ final class FailedDevices {
         Set<String> failed = new LinkedHashSet<>();
         Stream.concat(statuses(pod.getStatus().getInitContainerStatuses()), statuses(pod.getStatus().getContainerStatuses()))
                 .map(ContainerStatus::getAllocatedResourcesStatus).filter(Objects::nonNull).flatMap(List::stream)
-                .forEach(resource -> unhealthy(resource).forEach(id -> failed.add(resource.getName() + " " + id)));
+                .forEach(resource -> unhealthy(resource).forEach(device -> failed.add(resource.getName() + " " + device)));
         return List.copyOf(failed);
     }
 
@@ -43,7 +47,14 @@ final class FailedDevices {
 
     private static Stream<String> unhealthy(ResourceStatus resource) {
         return resource.getResources() == null ? Stream.empty() : resource.getResources().stream()
-                .filter(health -> health != null && UNHEALTHY.equals(health.getHealth())).map(ResourceHealth::getResourceID);
+                .filter(health -> health != null && UNHEALTHY.equals(health.getHealth())).map(FailedDevices::device);
+    }
+
+    /** The device's ID, then the driver's words about it ({@code message}, Kubernetes 1.36+: newer than the model, so read as an extra field). */
+    private static String device(ResourceHealth health) {
+        Object message = health.getAdditionalProperties() == null ? null : health.getAdditionalProperties().get("message");
+        String words = message instanceof String text ? ReplicaEnding.brief(text) : null;
+        return words == null ? health.getResourceID() : health.getResourceID() + " (" + words + ")";
     }
 
     /** "nvidia.com/gpu GPU-1 is Unhealthy, as its kubelet reports" (and the others). */

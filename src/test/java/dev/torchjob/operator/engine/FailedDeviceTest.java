@@ -128,6 +128,16 @@ class FailedDeviceTest {
     }
 
     @Test
+    void aDraDriversWordsAboutItsDeviceAreSaid() {
+        Run run = running(RestartPolicy.ExitCode, 3);
+        PodFates.deviceHealth(run.pods.get("j-worker-1"), "claim:gpu/gpu", "gpu.example.com/node-1/gpu-1", "Unhealthy");
+        run.pods.get("j-worker-1").getStatus().getContainerStatuses().get(0).getAllocatedResourcesStatus().get(0).getResources().get(0)
+                .setAdditionalProperty("message", "ECC error count exceeded threshold.");
+        assertTrue(events(run.pass(), "JobRestarting").get(0).message().startsWith("pod j-worker-1 runs on a failed device "
+                + "(claim:gpu/gpu gpu.example.com/node-1/gpu-1 (ECC error count exceeded threshold) is Unhealthy, as its kubelet reports); "));
+    }
+
+    @Test
     void healthyOrUnknownDevicesAreNoFault() {
         for (String health : List.of("Healthy", "Unknown")) {
             Run run = running(RestartPolicy.ExitCode, 3);
