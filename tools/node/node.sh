@@ -5,7 +5,7 @@
 # with its runc shim and ctr, from containerd's Go module (2.x: the kubelet drops containerd 1.x in
 # 1.37); CoreDNS with only the plugins the tier uses (coredns/main.go); the sandboxes' pause program
 # (pause/main.go); a stand-in for systemd-logind, for the kubelet's graceful node shutdown (logind/main.go); a
-# stand-in for a GPU vendor's device plugin (gpus/main.go).
+# stand-in for a GPU vendor's device plugin (gpus/main.go) and one for its DRA driver (dra/main.go).
 # runc and the CNI plugins are Debian's (`runc`, `containernetworking-plugins`), dbus-daemon too.
 # Cached in $CONTROL_PLANE_CACHE; prints the directory holding the binaries on its last line.
 set -euo pipefail
@@ -24,7 +24,7 @@ bin="$cache/node-k8s-$KUBERNETES_VERSION-containerd-$CONTAINERD_VERSION-coredns-
 
 # The stand-ins joined later, each keyed on its own sources: a change to one builds only it.
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
-stand_ins="logind gpus"
+stand_ins="logind gpus dra"
 stand_in_key() {
   cat "$here/$1/main.go" "$here/$1/go.mod" "$here/$1/go.sum" | sha256sum | cut -c1-8
 }

@@ -110,17 +110,27 @@ final class GpuAssignment {
         return Optional.empty();
     }
 
-    /** Extended resources other than NVIDIA GPUs that pods ask for: the local mode does not give them, one line each. */
+    /**
+     * Extended resources other than NVIDIA GPUs that pods ask for, and devices they claim through Dynamic Resource
+     * Allocation (the pod's {@code resourceClaims}: a ResourceClaimTemplate the job file does not hold says what they
+     * are): the local mode does not give them, one line each.
+     */
     static List<String> notGiven(List<Pod> pods) {
         List<String> lines = new ArrayList<>();
+        String seesTheMachine = "its process sees what this machine has (only " + NVIDIA_GPU + " in limits is assigned, as NVIDIA's"
+                + " device plugin would)";
         for (Pod pod : pods) {
             Container container = TrainingContainer.of(pod);
             Set<String> names = new java.util.TreeSet<>(quantities(container, true).keySet());
             names.addAll(quantities(container, false).keySet());
             names.stream().filter(name -> name.contains("/") && !name.equals(NVIDIA_GPU) && !name.startsWith("kubernetes.io/"))
                     .forEach(name -> lines.add(pod.getMetadata().getName() + " asks for " + name + ", which the local mode does not"
-                            + " give: its process sees what this machine has (only " + NVIDIA_GPU + " is assigned, as NVIDIA's device"
-                            + " plugin would)"));
+                            + " give: " + seesTheMachine));
+            if (pod.getSpec().getResourceClaims() != null && !pod.getSpec().getResourceClaims().isEmpty()) {
+                lines.add(pod.getMetadata().getName() + " claims devices through resourceClaims ("
+                        + pod.getSpec().getResourceClaims().stream().map(io.fabric8.kubernetes.api.model.PodResourceClaim::getName).collect(Collectors.joining(", "))
+                        + "), which the local mode does not allocate: " + seesTheMachine);
+            }
         }
         return lines;
     }

@@ -45,7 +45,8 @@ public final class RealNode implements AutoCloseable {
     /** Where the pods reach the API server: the relay on the bridge's address ({@link ApiServerRelay}). */
     static final int API_SERVER_RELAY_PORT = 6443;
     private static final Duration READY_TIMEOUT = Duration.ofMinutes(3);
-    static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller";
+    static final String EXTRA_CONTROLLERS = "endpointslice-controller,root-ca-certificate-publisher-controller,"
+            + "resourceclaim-controller,device-taint-eviction-controller";
     /** Deployments and ReplicaSets, while a test runs the operator's own Deployment on this node ({@link #workloads()}). */
     static final String WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller";
     private static RealNode instance;
@@ -141,6 +142,7 @@ public final class RealNode implements AutoCloseable {
         startLogind();
         startKubelet();
         startGpus();
+        startDra();
         awaitReady();
         awaitKubeProxy();
         host.restoreKernelSettings(); // the kubelet and kube-proxy changed them at start, not again later
@@ -458,15 +460,63 @@ public final class RealNode implements AutoCloseable {
         await("gpus", () -> gpusAllocatable() != null);
     }
 
+    /** The DRA driver of the stand-in GPUs, its DeviceClass names it. */
+    public static final String DRA_DRIVER = "gpu.torchjob.test";
+
+    private Path draFaults() {
+        return STATE.resolve("dra/faults");
+    }
+
+    /**
+     * The stand-in for a GPU vendor's DRA driver that node.sh builds: a kubelet plugin publishing {@value #GPUS} devices
+     * of {@link #DRA_DRIVER}, gpu-0 to gpu-3, in the node's ResourceSlice, and the DeviceClass of the same name that a
+     * ResourceClaimTemplate asks for. Waits until the slice is there.
+     */
+    private void startDra() throws IOException {
+        Files.createDirectories(draFaults().getParent());
+        Files.writeString(draFaults(), "");
+        startProcess("dra", List.of(bin.resolve("dra").toString(), "-kubeconfig", cluster.adminKubeconfig.toString(), "-node", NAME,
+                "-kubelet-dir", STATE.resolve("kubelet").toString(), "-count", String.valueOf(GPUS), "-faults", draFaults().toString()));
+        cluster.kubectl().runWithInput("""
+                apiVersion: resource.k8s.io/v1
+                kind: DeviceClass
+                metadata: {name: %s}
+                spec:
+                  selectors: [{cel: {expression: 'device.driver == "%s"'}}]
+                """.formatted(DRA_DRIVER, DRA_DRIVER), "apply", "-f", "-").orFail();
+        await("dra", () -> cluster.report("dra").contains("dra: ready"));
+    }
+
+    /**
+     * The DRA driver reports this device (gpu-0 …) failed until the returned handle is closed, as the vendor's driver
+     * does after a fatal Xid error: with {@code words}, its health {@code Unhealthy} with them; with a {@code taint}
+     * (NoSchedule, NoExecute), the device tainted so in its ResourceSlice.
+     */
+    public AutoCloseable draDeviceFails(String device, String words, String taint) throws IOException {
+        String lines = (words == null ? "" : device + " Unhealthy " + words + "\n") + (taint == null ? "" : device + " " + taint + "\n");
+        Files.writeString(draFaults(), lines);
+        return () -> Files.writeString(draFaults(), "");
+    }
+
     /**
      * The device plugin stopped and started again (a DaemonSet's upgrade): the kubelet offers no GPU while it is away.
      * Returns once the node offers them again.
      */
-    public void restartGpus() throws IOException {
+    public void restartGpus() throws Exception {
+        gpusDown().close();
+    }
+
+    /**
+     * The device plugin stopped until the returned handle is closed: the kubelet offers none of its GPUs, and refuses a
+     * pod that asks for one ({@code UnexpectedAdmissionError}). Closed, it waits until the node offers them again.
+     */
+    public AutoCloseable gpusDown() throws IOException {
         cluster.stopProcess("gpus");
         await("gpus gone", () -> "0".equals(gpusAllocatable()));
-        startGpus();
-        await("gpus", () -> String.valueOf(GPUS).equals(gpusAllocatable()));
+        return () -> {
+            startGpus();
+            await("gpus", () -> String.valueOf(GPUS).equals(gpusAllocatable()));
+        };
     }
 
     private String gpusAllocatable() {
@@ -609,7 +659,7 @@ public final class RealNode implements AutoCloseable {
     /** Stops the node and puts back what it changed on the machine. */
     @Override
     public synchronized void close() {
-        for (String name : List.of("gpus", "kubelet", "logind", "dbus-daemon", "kube-proxy", "coredns", "kube-controller-manager-node")) {
+        for (String name : List.of("dra", "gpus", "kubelet", "logind", "dbus-daemon", "kube-proxy", "coredns", "kube-controller-manager-node")) {
             cluster.stopProcess(name);
         }
         if (relay != null) {

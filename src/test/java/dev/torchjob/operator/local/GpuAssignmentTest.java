@@ -124,7 +124,17 @@ class GpuAssignmentTest {
     void otherExtendedResourcesAreSaidNotGiven() {
         List<String> lines = GpuAssignment.notGiven(List.of(pod("j-master-0", Map.of("amd.com/gpu", "1", "cpu", "2"), null)));
         assertEquals(List.of("j-master-0 asks for amd.com/gpu, which the local mode does not give: its process sees what this machine has"
-                + " (only nvidia.com/gpu is assigned, as NVIDIA's device plugin would)"), lines);
+                + " (only nvidia.com/gpu in limits is assigned, as NVIDIA's device plugin would)"), lines);
         assertTrue(GpuAssignment.notGiven(List.of(asking("j-master-0", 1))).isEmpty());
+    }
+
+    @Test
+    void devicesClaimedThroughDynamicResourceAllocationAreSaidNotGiven() {
+        Pod claiming = asking("j-worker-0", 0);
+        claiming.getSpec().setResourceClaims(List.of(new io.fabric8.kubernetes.api.model.PodResourceClaimBuilder().withName("gpu")
+                .withResourceClaimTemplateName("one-gpu").build()));
+        assertEquals(List.of("j-worker-0 claims devices through resourceClaims (gpu), which the local mode does not allocate: its process"
+                + " sees what this machine has (only nvidia.com/gpu in limits is assigned, as NVIDIA's device plugin would)"),
+                GpuAssignment.notGiven(List.of(claiming)));
     }
 }

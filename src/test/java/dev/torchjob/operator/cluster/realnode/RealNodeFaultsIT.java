@@ -711,6 +711,94 @@ class RealNodeFaultsIT {
         }
     }
 
+    /**
+     * A GPU node whose device plugin is down (an upgrade, a crash): the scheduler places no GPU rank there, but a rank
+     * pinned to it ({@code nodeName}) is refused by its kubelet, which has no GPU to give ({@code UnexpectedAdmissionError}):
+     * replaced again and again, counting nothing even under ExitCode with {@code backoffLimit: 0}, until the plugin is
+     * back and the next pod is admitted; the job succeeds with nothing counted.
+     */
+    @Test
+    void aGpuRankRefusedWhileItsNodesDevicePluginIsDownWaitsCountingNothing() throws Exception {
+        String ns = install.namespace("gpus-down");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String pinned = "nodeName: " + RealNode.NAME + "\n";
+        try (AutoCloseable down = node.gpusDown()) {
+            submitT9k(ns, "gd", "backoffLimit: 0", master("ExitCode", state, EPOCHS, pinned)
+                    + worker("ExitCode", state, "", "{nvidia.com/gpu: 1}", EPOCHS, pinned));
+            await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
+                    .failFast("the job ended while its GPU rank was refused", () -> {
+                        JobPhase phase = RealNodeJobs.t9k(ns, "gd").getStatus().phase;
+                        return phase != null && phase.isTerminal();
+                    })
+                    .until(() -> RealNodeJobs.t9k(ns, "gd").getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                            .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 2));
+            List<String> said = events(ns, "ReplicaCannotStart");
+            assertTrue(said.size() == 1 && said.get(0).startsWith("pod gd-worker-0 was refused by its kubelet on node " + RealNode.NAME
+                    + " (UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
+                    + "Requested: 1, Available: 0"), events(ns, null).toString());
+        }
+        PyTorchTrainingJob done = awaitT9k(ns, "gd", JobPhase.Succeeded);
+        assertTrue(done.getStatus().backoffCount == null || done.getStatus().backoffCount == 0, "nothing counted: " + done.getStatus().backoffCount);
+        assertTrue(events(ns, "JobRestarting").isEmpty() && events(ns, "ReplicaFailed").isEmpty(), events(ns, null).toString());
+        assertTrue(!gpuOf(ns, "gd-worker-0").isEmpty(), "the admitted rank has its GPU");
+    }
+
+    /**
+     * GPUs through Dynamic Resource Allocation: each rank claims one device of the node's stand-in DRA driver through a
+     * ResourceClaimTemplate, so each pod gets a ResourceClaim of its own, which the scheduler allocates. Mid-training the
+     * worker's device fails, as the vendor's driver reports one after a fatal Xid error. {@code Unhealthy}: its health
+     * says so with the driver's words, and the device is tainted NoSchedule; the operator stops the group at once, one
+     * restart naming the device and the words. {@code NoExecute}: only the taint, which Kubernetes' device taint eviction
+     * controller acts on, deleting the worker; one restart in its words. Either way the new worker's claim gets
+     * another device, and the job resumes and succeeds.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"Unhealthy", "NoExecute"})
+    void aRanksDraDeviceFailingMidTrainingIsOneRestartOnAnotherDevice(String fault) throws Exception {
+        String ns = install.namespace("dra-" + fault.toLowerCase());
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        kubectl.runWithInput("""
+                apiVersion: resource.k8s.io/v1
+                kind: ResourceClaimTemplate
+                metadata: {name: one-gpu}
+                spec:
+                  spec:
+                    devices:
+                      requests: [{name: gpu, exactly: {deviceClassName: %s}}]
+                """.formatted(RealNode.DRA_DRIVER), "apply", "-n", ns, "-f", "-").orFail();
+        int epochs = STOPPED_THROUGH_THE_API_EPOCHS;
+        String claim = "resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]\n";
+        submitT9k(ns, "dr", "backoffLimit: 2", master("ExitCode", state, epochs)
+                + worker("ExitCode", state, "", "{}, claims: [{name: gpu}]", epochs, claim));
+        awaitLogged(ns, "dr-master-0", "epoch 3/" + epochs);
+        Set<String> before = podUids(ns);
+        String device = draDeviceOf(ns, "dr-worker-0");
+        Instant at = Instant.now();
+        boolean unhealthy = fault.equals("Unhealthy");
+        try (AutoCloseable failed = node.draDeviceFails(device, unhealthy ? "ECC error count exceeded threshold" : null,
+                unhealthy ? "NoSchedule" : "NoExecute")) {
+            PyTorchTrainingJob done = awaitT9k(ns, "dr", JobPhase.Succeeded);
+            assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
+            // The kubelet names a DRA device by its claim's name in the pod and driver/pool/device.
+            assertOneRestartResumed(ns, "dr", unhealthy
+                    ? "pod dr-worker-0 runs on a failed device (claim:gpu " + RealNode.DRA_DRIVER + "/" + RealNode.NAME + "/" + device
+                            + " (ECC error count exceeded threshold) is Unhealthy, as its kubelet reports); stopping dr-master-0"
+                    : "pod dr-worker-0 was evicted (DeletionByDeviceTaintManager: Device Taint manager: deleting due to NoExecute taint)",
+                    before);
+            String again = draDeviceOf(ns, "dr-worker-0");
+            assertTrue(!again.equals(device), "the new rank's claim has another device than the failed " + device + ": " + again);
+            recordTimeToTrainAgain(ns, at, "dr-master-0", "dr-worker-0");
+        }
+    }
+
+    /** The device the pod's ResourceClaim {@code gpu} was allocated. */
+    static String draDeviceOf(String ns, String pod) {
+        String claim = admin.pods().inNamespace(ns).withName(pod).get().getStatus().getResourceClaimStatuses().stream()
+                .filter(c -> c.getName().equals("gpu")).findFirst().orElseThrow().getResourceClaimName();
+        return kubectl.run("get", "resourceclaim", claim, "-n", ns, "-o", "jsonpath={.status.allocation.devices.results[0].device}")
+                .orFail().out().strip();
+    }
+
     /** The GPU the stand-in device plugin gave the pod's training container, as its kubelet reports it. */
     static String gpuOf(String ns, String pod) {
         return admin.pods().inNamespace(ns).withName(pod).get().getStatus().getContainerStatuses().stream()
