@@ -191,10 +191,14 @@ func main() {
 	for i := range *count {
 		s.names = append(s.names, fmt.Sprintf("gpu-%d", i))
 	}
+	registry, data := *kubeletDir+"/plugins_registry", *kubeletDir+"/plugins/"+driver
+	for _, dir := range []string{registry, data} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			fail(err)
+		}
+	}
 	s.helper, err = kubeletplugin.Start(ctx, s, kubeletplugin.DriverName(driver), kubeletplugin.NodeName(*node),
-		kubeletplugin.KubeClient(client),
-		kubeletplugin.RegistrarDirectoryPath(*kubeletDir+"/plugins_registry"),
-		kubeletplugin.PluginDataDirectoryPath(*kubeletDir+"/plugins/"+driver))
+		kubeletplugin.KubeClient(client), kubeletplugin.RegistrarDirectoryPath(registry), kubeletplugin.PluginDataDirectoryPath(data))
 	if err != nil {
 		fail(err)
 	}

@@ -734,8 +734,8 @@ class RealNodeFaultsIT {
                             .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 2));
             List<String> said = events(ns, "ReplicaCannotStart");
             assertTrue(said.size() == 1 && said.get(0).startsWith("pod gd-worker-0 was refused by its kubelet on node " + RealNode.NAME
-                    + " (UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
-                    + "Requested: 1, Available: 0"), events(ns, null).toString());
+                    + " (UnexpectedAdmissionError: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices "
+                    + "nvidia.com/gpu, which is unexpected); a new pod replaces it now"), events(ns, null).toString());
         }
         PyTorchTrainingJob done = awaitT9k(ns, "gd", JobPhase.Succeeded);
         assertTrue(done.getStatus().backoffCount == null || done.getStatus().backoffCount == 0, "nothing counted: " + done.getStatus().backoffCount);
