@@ -624,13 +624,7 @@ class RealNodeFaultsIT {
                 .until(() -> "Running".equals(admin.pods().inNamespace(ns).withName("holder").get().getStatus().getPhase()));
         String pinned = "nodeName: " + RealNode.NAME + "\n";
         submitT9k(ns, "rf", "backoffLimit: 0", master("ExitCode", state, EPOCHS, pinned) + worker("ExitCode", state, "", "{}", EPOCHS, pinned));
-        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
-                .failFast("the job ended while a rank was refused", () -> {
-                    JobPhase phase = RealNodeJobs.t9k(ns, "rf").getStatus().phase;
-                    return phase != null && phase.isTerminal();
-                })
-                .until(() -> RealNodeJobs.t9k(ns, "rf").getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
-                        .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 3));
+        awaitRefusedInARow(ns, "rf", 3);
         List<String> said = events(ns, "ReplicaCannotStart");
         assertTrue(said.stream().anyMatch(m -> m.matches("pod rf-(master|worker)-0 was refused by its kubelet on node " + RealNode.NAME
                 + " \\(OutOfcpu: Node didn't have enough resource: cpu, requested: 250, used: \\d+, capacity: \\d+\\); a new pod replaces it now; "
@@ -725,13 +719,7 @@ class RealNodeFaultsIT {
         try (AutoCloseable down = node.gpusDown()) {
             submitT9k(ns, "gd", "backoffLimit: 0", master("ExitCode", state, EPOCHS, pinned)
                     + worker("ExitCode", state, "", "{nvidia.com/gpu: 1}", EPOCHS, pinned));
-            await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
-                    .failFast("the job ended while its GPU rank was refused", () -> {
-                        JobPhase phase = RealNodeJobs.t9k(ns, "gd").getStatus().phase;
-                        return phase != null && phase.isTerminal();
-                    })
-                    .until(() -> RealNodeJobs.t9k(ns, "gd").getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
-                            .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= 2));
+            awaitRefusedInARow(ns, "gd", 2);
             List<String> said = events(ns, "ReplicaCannotStart");
             assertTrue(said.size() == 1 && said.get(0).startsWith("pod gd-worker-0 was refused by its kubelet on node " + RealNode.NAME
                     + " (UnexpectedAdmissionError: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices "
@@ -804,6 +792,17 @@ class RealNodeFaultsIT {
         return admin.pods().inNamespace(ns).withName(pod).get().getStatus().getContainerStatuses().stream()
                 .filter(c -> c.getName().equals("pytorch")).findFirst().orElseThrow().getAllocatedResourcesStatus().stream()
                 .filter(r -> r.getName().equals("nvidia.com/gpu")).findFirst().orElseThrow().getResources().get(0).getResourceID();
+    }
+
+    /** Until a replica of the job was refused by its kubelet {@code times} in a row; the job must not end meanwhile. */
+    static void awaitRefusedInARow(String ns, String job, int times) {
+        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500))
+                .failFast("the job ended while a rank was refused", () -> {
+                    JobPhase phase = RealNodeJobs.t9k(ns, job).getStatus().phase;
+                    return phase != null && phase.isTerminal();
+                })
+                .until(() -> RealNodeJobs.t9k(ns, job).getStatus().tasks.stream().flatMap(t -> t.replicas.stream())
+                        .anyMatch(r -> r.refusalsInARow != null && r.refusalsInARow >= times));
     }
 
     /** The real node's allocatable CPU that no pod there requests, as its scheduler counts it (finished pods hold none). */
