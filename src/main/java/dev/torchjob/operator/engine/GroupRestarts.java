@@ -243,7 +243,7 @@ final class GroupRestarts {
         record(incident, null);
         inPlace.forEach(r -> view.restartedInPlace(r.ending(), r.restarts()));
         ReplicaEnding ending = incident.cause().ending();
-        out.counted(incident.cause().slot().type(), ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true);
+        out.counted(incident.cause().slot().type(), ending.countedAs(), true);
         out.events.add(JobEvent.warning("JobRestarting", ending.withOutput(incident.story() + "; the ranks re-formed the group in place ("
                 + PassOutput.restartOf(ledger.backoffCount(), job.runPolicy().backoffLimit()) + ")")).about(incident.cause().podUid()));
     }

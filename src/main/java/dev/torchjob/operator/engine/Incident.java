@@ -20,13 +20,14 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  * <p>Which came first is read from what the kubelet reports, never from the order in which the
  * operator sees the pods: the time each stopped (a container's {@code finishedAt}, or when a pod's
  * deletion was asked for), in whole seconds as the API serves it — except that a rank whose device its kubelet
- * reports failed is the cause whenever it stopped: its peers may give up on it first (a rank that hangs on a
- * failed GPU). In the same second, a rank whose
- * output does not say a peer was lost comes before one whose output does (such a rank may even die
- * by a signal: an abort on the lost connection); then a stop from outside the code (deleted, evicted,
- * OOMKilled, killed by a signal: exit code above 128) before an exit of the program's own; then rank order. A pod
- * removed between two passes is judged by its last state; one that vanished while no operator ran has no time: its
- * deletion is taken as first.
+ * reports failed is the cause whenever it stopped (its peers may give up on it first: a rank that hangs on a
+ * failed GPU), and a rank whose output says a peer was lost is a consequence by its own words, never the cause
+ * while a rank that did not say so stopped too (it may even have stopped first: torchrun reports its worker's
+ * end up to its monitor interval later, 5 s before PyTorch 2.4; such a rank may even die by a signal: an abort
+ * on the lost connection). In the same second, a stop from outside the code (deleted, evicted, OOMKilled, killed
+ * by a signal: exit code above 128, or a worker's signal torchrun reports) comes before an exit of the program's
+ * own; then rank order. A pod removed between two passes is judged by its last state; one that vanished while no
+ * operator ran has no time: its deletion is taken as first.
  */
 record Incident(Stopped cause, List<Stopped> consequences) {
 
@@ -41,8 +42,8 @@ record Incident(Stopped cause, List<Stopped> consequences) {
 
     private static final Comparator<Stopped> FIRST = Comparator
             .comparing((Stopped s) -> s.ending().onFailedDevice() ? 0 : 1)
-            .thenComparing(s -> s.ending().at() == null ? Instant.MIN : s.ending().at())
             .thenComparing(s -> s.ending().showsLostPeer() ? 1 : 0)
+            .thenComparing(s -> s.ending().at() == null ? Instant.MIN : s.ending().at())
             .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
             .thenComparing(s -> s.slot().rank());
 

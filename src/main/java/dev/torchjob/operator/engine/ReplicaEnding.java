@@ -22,9 +22,14 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
 
     /**
      * The most of a container's termination message (its last log lines, with
-     * FallbackToLogsOnError) that is kept: the end, where a traceback says what went wrong.
+     * FallbackToLogsOnError) that messages repeat: the end, where a traceback says what went wrong.
      */
     public static final int MAX_OUTPUT = 1024;
+    /**
+     * The most of it that is read: all a kubelet keeps (4096 bytes of a termination message file, 2048 of the log). A
+     * rank under torchrun says it lost a peer some 2000 characters before its end, above torchrun's own traceback.
+     */
+    static final int MAX_READ = 4096;
     /** The most of the words a pod was stopped with that a message repeats (a node-pressure eviction's list every container). */
     static final int MAX_POD_MESSAGE = 300;
 
@@ -35,7 +40,9 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
      */
     private static final List<String> LOST_PEER = List.of("closed by peer", "reset by peer", "Broken pipe", "DistBackendError",
             "DistNetworkError", "ncclRemoteError", "NCCL communicator was aborted", "Watchdog caught collective operation timeout",
-            "ms for recv operation to complete", "ms for send operation to complete");
+            "ms for recv operation to complete", "ms for send operation to complete",
+            // torchrun's agent lost the rendezvous another rank's agent hosts, or found it closed by an agent that gave up.
+            "RendezvousConnectionError", "RendezvousClosedError");
 
     public enum Cause {
         /** The pod ended in phase Failed. */
@@ -57,7 +64,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         String container = trainingContainerStatus(pod).map(ContainerStatus::getName).orElse(null);
         Integer exitCode = terminated.map(ContainerStateTerminated::getExitCode).orElse(null);
         String reason = terminated.map(ContainerStateTerminated::getReason).orElse(null);
-        String output = tail(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
+        String output = kept(terminated.map(ContainerStateTerminated::getMessage).orElse(null));
         Duration ran = terminated.map(ReplicaEnding::runTime).orElse(null);
         Instant at = terminated.map(t -> time(t.getFinishedAt())).orElse(null);
         // Once the operator stopped its sidecars, the pod's DeadlineExceeded is the operator's doing, not why the replica ended.
@@ -112,7 +119,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         ContainerStateTerminated last = restarted == null || restarted.getLastState() == null ? null : restarted.getLastState().getTerminated();
         return new ReplicaEnding(Cause.RESTARTED_IN_PLACE, pod.getMetadata().getName(), restarted == null ? null : restarted.getName(),
                 last == null ? null : last.getExitCode(), last == null ? null : last.getReason(), null,
-                last == null ? null : tail(last.getMessage()), last == null ? null : runTime(last),
+                last == null ? null : kept(last.getMessage()), last == null ? null : runTime(last),
                 last == null ? null : time(last.getFinishedAt()), FailedDevices.of(pod));
     }
 
@@ -171,8 +178,25 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
      * taken as the cause.
      */
     boolean fromOutside() {
-        return cause == Cause.VANISHED || cause == Cause.EVICTED || "OOMKilled".equals(reason) || (exitCode != null && exitCode > 128)
+        Integer code = judgedExitCode();
+        return cause == Cause.VANISHED || cause == Cause.EVICTED || "OOMKilled".equals(reason) || (code != null && code > 128)
                 || onFailedDevice();
+    }
+
+    /**
+     * The exit code restart policies judge: the container's, or, for torchrun's (1, whatever ended its workers), 128 + the
+     * signal its last output reports ({@link TorchrunReport}): a worker killed by SIGKILL is judged as 137.
+     */
+    Integer judgedExitCode() {
+        if (exitCode != null && exitCode > 128) {
+            return exitCode;
+        }
+        return torchrun().map(TorchrunReport::exitCode).orElse(exitCode);
+    }
+
+    /** The signal torchrun says ended its worker or itself, when this replica ran torchrun and its output says so. */
+    Optional<TorchrunReport> torchrun() {
+        return exitCode == null || exitCode > 128 ? Optional.empty() : TorchrunReport.of(output);
     }
 
     /** A device it was given failed, as its kubelet reports: whatever its code did, the hardware did not hold. */
@@ -189,7 +213,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
             return "device-failed";
         }
         if (exitCode != null && (cause == Cause.FAILED || cause == Cause.RESTARTED_IN_PLACE)) {
-            return exitCode.toString();
+            return judgedExitCode().toString();
         }
         return cause == Cause.RESTARTED_IN_PLACE ? "in-place" : cause.name().toLowerCase();
     }
@@ -209,13 +233,18 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         }
     }
 
-    /** The last {@link #MAX_OUTPUT} characters of a termination message, or null when there is none. */
-    static String tail(String message) {
+    /** The last {@link #MAX_READ} characters of a termination message, or null when there is none. */
+    static String kept(String message) {
         if (message == null || message.isBlank()) {
             return null;
         }
         String trimmed = message.strip();
-        return trimmed.length() <= MAX_OUTPUT ? trimmed : "..." + trimmed.substring(trimmed.length() - MAX_OUTPUT + 3);
+        return trimmed.length() <= MAX_READ ? trimmed : trimmed.substring(trimmed.length() - MAX_READ);
+    }
+
+    /** The last {@link #MAX_OUTPUT} characters of the output, as messages repeat it. */
+    static String tail(String output) {
+        return output.length() <= MAX_OUTPUT ? output : "..." + output.substring(output.length() - MAX_OUTPUT + 3);
     }
 
     public static ReplicaEnding succeeded(Pod pod) {
@@ -264,7 +293,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
 
     /** A sentence about this ending, then the end of the replica's output, if it left any. */
     public String withOutput(String sentence) {
-        return output == null ? sentence : sentence + "; last output:\n" + output;
+        return output == null ? sentence : sentence + "; last output:\n" + tail(output);
     }
 
     /** The reason, then the words the pod was stopped with: "Evicted: Usage of EmptyDir volume "scratch" exceeds the limit "64Mi"". */
@@ -297,6 +326,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 if (reason != null || podMessage != null) {
                     text.append(" (").append(why()).append(")");
                 }
+                torchrun().ifPresent(report -> text.append(" after ").append(report.said()));
                 text.append(onDevices());
                 if (cause == Cause.RESTARTED_IN_PLACE) {
                     text.append(" and was restarted in place");

@@ -90,7 +90,7 @@ final class ReplicaRestarts {
         ReplicaEnding ending = restarted.ending();
         for (int i = 0; i < restarted.uncounted(); i++) {
             ledger.countInPlace();
-            out.counted(restarted.slot().type(), ending.exitCode() != null ? ending.exitCode().toString() : "in-place", true);
+            out.counted(restarted.slot().type(), ending.countedAs(), true);
             if (ledger.backoffCount() > job.runPolicy().restartsAllowed()) {
                 view.restartedInPlace(ending, restarted.restarts());
                 String message = ending.withOutput(ending.summary() + "; the restart budget is spent (backoffCount "

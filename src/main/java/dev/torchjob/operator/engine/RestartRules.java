@@ -19,7 +19,7 @@ public final class RestartRules {
             case ExitCode -> ending.cause() == ReplicaEnding.Cause.EVICTED
                     || ending.cause() == ReplicaEnding.Cause.VANISHED
                     || ending.onFailedDevice()
-                    || (ending.exitCode() != null && retryable.contains(ending.exitCode()));
+                    || (ending.judgedExitCode() != null && retryable.contains(ending.judgedExitCode()));
         };
     }
 }

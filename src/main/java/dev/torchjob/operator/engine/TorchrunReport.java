@@ -1,0 +1,74 @@
+package dev.torchjob.operator.engine;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * What torchrun (PyTorch's elastic agent) says at its end about a signal. Its container exits with code 1 whatever
+ * ended its workers, so the exit code no longer tells a rank killed from outside (the OOM killer, a {@code kill -9}
+ * from the node) from a bug. Its last output does: the failure report names the first worker that failed and how
+ * ({@code Root Cause (first observed failure): … exitcode  : -9 (pid: 412)} for a worker killed by SIGKILL), and an
+ * agent that was itself signalled ends with {@code SignalException: Process 17 got signal: 15}. A signal read here is
+ * judged as the container's own exit code would have been without torchrun: 128 + the signal.
+ *
+ * @param signal the signal's number
+ * @param said   what happened, in words: "torchrun's worker (rank 1) was killed by signal 9 (SIGKILL)"
+ */
+record TorchrunReport(int signal, String said) {
+    private static final String ROOT_CAUSE = "Root Cause (first observed failure):";
+    private static final Pattern WORKER_EXIT = Pattern.compile("exitcode\\s*:\\s*(-?\\d+)");
+    private static final Pattern WORKER_RANK = Pattern.compile("rank\\s*:\\s*(\\d+)");
+    private static final Pattern AGENT_SIGNALLED = Pattern.compile("SignalException: Process \\d+ got signal: (\\d+)");
+    /** The names Linux gives the signals that end a process (signal(7)); others are said by number. */
+    private static final Map<Integer, String> NAMES = Map.ofEntries(Map.entry(1, "SIGHUP"), Map.entry(2, "SIGINT"),
+            Map.entry(3, "SIGQUIT"), Map.entry(4, "SIGILL"), Map.entry(6, "SIGABRT"), Map.entry(7, "SIGBUS"), Map.entry(8, "SIGFPE"),
+            Map.entry(9, "SIGKILL"), Map.entry(10, "SIGUSR1"), Map.entry(11, "SIGSEGV"), Map.entry(12, "SIGUSR2"),
+            Map.entry(13, "SIGPIPE"), Map.entry(14, "SIGALRM"), Map.entry(15, "SIGTERM"));
+
+    /** The signal torchrun's last output reports, if it reports one: its first failed worker's, or its own. */
+    static Optional<TorchrunReport> of(String output) {
+        if (output == null) {
+            return Optional.empty();
+        }
+        int report = output.lastIndexOf(ROOT_CAUSE);
+        Matcher agent = AGENT_SIGNALLED.matcher(output);
+        int agentAt = -1;
+        int agentSignal = 0;
+        while (agent.find()) {
+            agentAt = agent.start();
+            agentSignal = Integer.parseInt(agent.group(1));
+        }
+        // Whichever torchrun said last is how it ended.
+        if (agentAt > report) {
+            return Optional.of(new TorchrunReport(agentSignal, "torchrun got signal " + named(agentSignal)));
+        }
+        if (report < 0) {
+            return Optional.empty();
+        }
+        String rootCause = output.substring(report + ROOT_CAUSE.length());
+        Matcher exit = WORKER_EXIT.matcher(rootCause);
+        if (!exit.find()) {
+            return Optional.empty();
+        }
+        long code = Long.parseLong(exit.group(1));
+        if (code >= 0 || code < -64) {
+            return Optional.empty();
+        }
+        int signal = (int) -code;
+        Matcher rank = WORKER_RANK.matcher(rootCause);
+        String worker = rank.find() && rank.start() < exit.start() ? "torchrun's worker (rank " + rank.group(1) + ")" : "torchrun's worker";
+        return Optional.of(new TorchrunReport(signal, worker + " was killed by signal " + named(signal)));
+    }
+
+    /** The exit code a process ended by this signal has: what restart policies judge. */
+    int exitCode() {
+        return 128 + signal;
+    }
+
+    private static String named(int signal) {
+        String name = NAMES.get(signal);
+        return name == null ? Integer.toString(signal) : signal + " (" + name + ")";
+    }
+}
