@@ -352,45 +352,54 @@ class RealNodeFaultsIT {
      * once, named by the kill, and it succeeds.
      */
     @Test
-    void besideSidecarsKubeflowsOperatorNeverSeesTheFaultAndThisOneRestartsOnce() throws Exception {
+    void besideSidecarsKubeflowsOperatorNeverSeesTheFaultAndThisOneRestartsOnce() throws InterruptedException {
+        underKubeflowsOperator("kf-sidecar", ns -> {
+            Path state = RealNode.STATE.resolve("markers").resolve(ns);
+            kubectl.runWithInput(kubeflowJob("ExitCode", state, "", "{}", SIDECAR_FLOW), "apply", "-n", ns, "-f", "-").orFail();
+            awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+            Set<String> before = podUids(ns);
+            killFromTheMachine(ns, "kf-worker-0");
+            await().atMost(TRAINING).pollInterval(Duration.ofMillis(500)).until(() -> admin.pods().inNamespace(ns).list().getItems()
+                    .stream().allMatch(p -> p.getStatus().getContainerStatuses().stream()
+                            .anyMatch(c -> c.getName().equals("pytorch") && c.getState().getTerminated() != null)));
+            Instant allEnded = Instant.now();
+            await().pollDelay(Duration.ofSeconds(20)).atMost(Duration.ofSeconds(21)).until(() -> true);
+            PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get();
+            String conditions = job.getStatus().conditions.stream().filter(c -> "True".equals(c.status)).map(c -> c.type)
+                    .collect(Collectors.joining(","));
+            List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
+            System.out.printf("real node, Kubeflow's training-operator, sidecars: %d s after every rank's training ended: "
+                    + "conditions %s, pods %s%n", Duration.between(allEnded, Instant.now()).toSeconds(), conditions,
+                    pods.stream().map(p -> p.getMetadata().getName() + "=" + p.getStatus().getPhase()).toList());
+            assertEquals("Created,Running", conditions, "Kubeflow still says Running: " + events(ns, null));
+            assertEquals(before, podUids(ns), "Kubeflow restarted nothing");
+            assertTrue(pods.stream().allMatch(p -> "Running".equals(p.getStatus().getPhase())), "held Running by their sidecars");
+        });
+        String ours = install.namespace("ours-sidecar");
+        Path oursState = RealNode.STATE.resolve("markers").resolve(ours);
+        kubectl.runWithInput(kubeflowJob("ExitCode", oursState, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}", "{}",
+                SIDECAR_FLOW), "apply", "-n", ours, "-f", "-").orFail();
+        awaitLogged(ours, "kf-master-0", "epoch 3/" + EPOCHS);
+        Instant fault = killFromTheMachine(ours, "kf-worker-0");
+        assertKubeflowJobSucceededAfterOneRestart(ours, "pod kf-worker-0 (container pytorch) exited with code 137 (Error)");
+        assertTrue(logs(ours, "kf-master-0").contains("resuming at epoch"), logs(ours, "kf-master-0"));
+        recordTimeToTrainAgain(ours, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+    }
+
+    /**
+     * Runs {@code underKubeflow} in a namespace of its own under Kubeflow's training-operator v1.9.4, this operator
+     * stopped; then deletes that namespace (its job would be restarted by this operator: only deleting it ends a
+     * Kubeflow job that hangs) and brings this operator back.
+     */
+    static void underKubeflowsOperator(String prefix, java.util.function.Consumer<String> underKubeflow) throws InterruptedException {
         install.stopSharedOperator();
         try {
-            String ns = install.namespace("kf-sidecar");
-            Path state = RealNode.STATE.resolve("markers").resolve(ns);
+            String ns = install.namespace(prefix);
             try (KubeflowTrainingOperator kubeflow = KubeflowTrainingOperator.start(install.cluster, ns, null)) {
-                kubectl.runWithInput(kubeflowJob("ExitCode", state, "", "{}", SIDECAR_FLOW), "apply", "-n", ns, "-f", "-").orFail();
-                awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
-                Set<String> before = podUids(ns);
-                killFromTheMachine(ns, "kf-worker-0");
-                await().atMost(TRAINING).pollInterval(Duration.ofMillis(500)).until(() -> admin.pods().inNamespace(ns).list().getItems()
-                        .stream().allMatch(p -> p.getStatus().getContainerStatuses().stream()
-                                .anyMatch(c -> c.getName().equals("pytorch") && c.getState().getTerminated() != null)));
-                Instant allEnded = Instant.now();
-                await().pollDelay(Duration.ofSeconds(20)).atMost(Duration.ofSeconds(21)).until(() -> true);
-                PyTorchJob job = admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get();
-                String conditions = job.getStatus().conditions.stream().filter(c -> "True".equals(c.status)).map(c -> c.type)
-                        .collect(Collectors.joining(","));
-                List<Pod> pods = admin.pods().inNamespace(ns).list().getItems();
-                System.out.printf("real node, Kubeflow's training-operator, sidecars: %d s after every rank's training ended: "
-                        + "conditions %s, pods %s%n", Duration.between(allEnded, Instant.now()).toSeconds(), conditions,
-                        pods.stream().map(p -> p.getMetadata().getName() + "=" + p.getStatus().getPhase()).toList());
-                assertEquals("Created,Running", conditions, "Kubeflow still says Running: " + events(ns, null));
-                assertEquals(before, podUids(ns), "Kubeflow restarted nothing");
-                assertTrue(pods.stream().allMatch(p -> "Running".equals(p.getStatus().getPhase())), "held Running by their sidecars");
+                underKubeflow.accept(ns);
             }
-            // Only deleting it ends Kubeflow's job: gone before this operator starts, which would restart it.
             admin.namespaces().withName(ns).delete();
             await().atMost(Duration.ofSeconds(60)).until(() -> admin.pods().inNamespace(ns).list().getItems().isEmpty());
-            install.operator();
-            String ours = install.namespace("ours-sidecar");
-            Path oursState = RealNode.STATE.resolve("markers").resolve(ours);
-            kubectl.runWithInput(kubeflowJob("ExitCode", oursState, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}", "{}",
-                    SIDECAR_FLOW), "apply", "-n", ours, "-f", "-").orFail();
-            awaitLogged(ours, "kf-master-0", "epoch 3/" + EPOCHS);
-            Instant fault = killFromTheMachine(ours, "kf-worker-0");
-            assertKubeflowJobSucceededAfterOneRestart(ours, "pod kf-worker-0 (container pytorch) exited with code 137 (Error)");
-            assertTrue(logs(ours, "kf-master-0").contains("resuming at epoch"), logs(ours, "kf-master-0"));
-            recordTimeToTrainAgain(ours, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
         } finally {
             install.operator();
         }
@@ -980,6 +989,97 @@ class RealNodeFaultsIT {
                 events(ns, "ReplicaRestarted").get(0));
         Pod survivor = admin.pods().inNamespace(ns).withName("elastic-example-worker-0").get();
         assertEquals(0, survivor.getStatus().getContainerStatuses().get(0).getRestartCount(), "torchrun restarted its worker itself");
+    }
+
+    /**
+     * A rank under torchrun (T9k's {@code torchrunConfig}, two workers, c10d rendezvous at worker-0, no restarts of its
+     * own) whose training process, torchrun's worker, is SIGKILLed from the machine mid-training, as the OOM killer
+     * picks one process: torchrun exits with 1 on both ranks, as it does whatever ended its workers, and the peer
+     * says it lost its connection above torchrun's traceback. Under ExitCode this is still a stop from outside: one
+     * restart, named by the killed rank and the signal its torchrun reports, never by the peer; resumed from the
+     * checkpoint. torchrun watches its workers every 0.1 s, PyTorch 2.4's default (1.13's 5 s here otherwise).
+     */
+    @Test
+    void aTorchrunRanksWorkerKilledMidTrainingIsOneRestartUnderExitCodeThoughTorchrunExitsWithOne() {
+        String ns = install.namespace("torchrun-killed");
+        Path state = RealNode.STATE.resolve("markers").resolve(ns);
+        String workers = replica("worker", "ExitCode", """
+                command: [python]
+                args: [/workspace/train.py]
+                workingDir: /state
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: state, mountPath: /state}]
+                """.formatted(EPOCHS), state(state)).replace("replicas: 1", "replicas: 2");
+        String job = RealNodeJobs.t9kJob("tr", "backoffLimit: 2", workers).replace("  runPolicy: {", "  torchrunConfig: {enabled: true, "
+                + "maxRestarts: 0, procPerNode: \"1\", rdzvBackend: c10d, extraOptions: [--monitor_interval=0.1]}\n  runPolicy: {");
+        kubectl.runWithInput(job, "apply", "-n", ns, "-f", "-").orFail();
+        // Rank 0, which prints the epochs, is whichever agent joined the rendezvous first.
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> List.of("tr-worker-0", "tr-worker-1")
+                .stream().anyMatch(pod -> kubectl.run("logs", "-n", ns, pod).out().contains("epoch 3/" + EPOCHS)));
+        Set<String> before = podUids(ns);
+        Instant fault = killTorchrunsWorkerFromTheMachine(ns, "tr-worker-1");
+        PyTorchTrainingJob done = awaitT9k(ns, "tr", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "one fault, one restart: " + events(ns, null));
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), events(ns, null).toString());
+        System.out.printf("real node, torchrun, a worker SIGKILLed: %s%n", restarting.get(0).lines().findFirst().orElse(""));
+        assertTrue(restarting.get(0).matches("(?s)pod tr-worker-1 \\(container pytorch\\) exited with code 1 \\(Error\\) after torchrun's "
+                + "worker \\(rank [01]\\) was killed by signal 9 \\(SIGKILL\\); (then tr-worker-0 \\(exit code 1\\) failed too, a consequence "
+                + "\\(not counted\\)|stopping tr-worker-0); the job restarts as a group \\(restart 1 of backoffLimit 2.*"), restarting.get(0));
+        String logs = logs(ns, "tr-worker-0") + logs(ns, "tr-worker-1");
+        assertTrue(logs.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), logs);
+        assertTrue(podUids(ns).stream().noneMatch(before::contains), "no pod of the old group is left");
+        recordTimeToTrainAgain(ns, fault, "tr-worker-0", "tr-worker-1");
+    }
+
+    /**
+     * The same fault in a Kubeflow job whose command is torchrun (static rendezvous at the master, from Kubeflow's
+     * PET_* variables; ExitCode, a master and two workers), first under Kubeflow's training-operator v1.9.4, then under
+     * this operator: worker-0's training process SIGKILLed mid-training. Every torchrun exits 1; Kubeflow takes that
+     * as the code's own error and fails the job. This operator reads the signal in torchrun's report: one restart,
+     * and the job succeeds.
+     */
+    @Test
+    void underTorchrunKubeflowsOperatorFailsTheJobAtAKilledWorkerAndThisOneRestartsOnce() throws InterruptedException {
+        underKubeflowsOperator("kf-torchrun", ns -> {
+            kubectl.runWithInput(torchrunKubeflowJob(RealNode.STATE.resolve("markers").resolve(ns)), "apply", "-n", ns, "-f", "-").orFail();
+            awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+            killTorchrunsWorkerFromTheMachine(ns, "kf-worker-0");
+            PyTorchJob failed = await().atMost(TRAINING).pollInterval(Duration.ofMillis(500))
+                    .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(), j -> j.getStatus() != null
+                            && j.getStatus().conditions != null && j.getStatus().conditions.stream()
+                                    .anyMatch(c -> "Failed".equals(c.type) && "True".equals(c.status)));
+            System.out.printf("real node, Kubeflow's training-operator, torchrun, a worker SIGKILLed: Failed (%s)%n", failed.getStatus()
+                    .conditions.stream().filter(c -> "Failed".equals(c.type)).map(c -> c.message).findFirst().orElse(""));
+        });
+        String ours = install.namespace("ours-torchrun");
+        kubectl.runWithInput(torchrunKubeflowJob(RealNode.STATE.resolve("markers").resolve(ours)), "apply", "-n", ours, "-f", "-").orFail();
+        awaitLogged(ours, "kf-master-0", "epoch 3/" + EPOCHS);
+        Instant fault = killTorchrunsWorkerFromTheMachine(ours, "kf-worker-0");
+        assertKubeflowJobSucceededAfterOneRestart(ours, "pod kf-worker-0 (container pytorch) exited with code 1 (Error) after torchrun's "
+                + "worker (rank 1) was killed by signal 9 (SIGKILL)");
+        assertTrue(logs(ours, "kf-master-0").contains("resuming at epoch"), logs(ours, "kf-master-0"));
+        recordTimeToTrainAgain(ours, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+    }
+
+    /** {@link #kubeflowJob} under ExitCode, each rank's command torchrun (one process per pod, watched every 0.1 s). */
+    static String torchrunKubeflowJob(Path state) {
+        String job = kubeflowJob("ExitCode", state, "", "{}").replace("command: [python, /workspace/train.py]",
+                "command: [torchrun, --monitor_interval=0.1, /workspace/train.py]").replace("  runPolicy: {", "  nprocPerNode: \"1\"\n  runPolicy: {");
+        assertTrue(job.contains("torchrun, --monitor") && job.contains("nprocPerNode"), job);
+        return job;
+    }
+
+    /** SIGKILL to the training process torchrun started in the pod (its child), from the machine. */
+    static Instant killTorchrunsWorkerFromTheMachine(String ns, String pod) {
+        long torchrun = NodeContainer.of(node, admin.pods().inNamespace(ns).withName(pod).get()).pid();
+        ProcessHandle worker = ProcessHandle.of(torchrun).orElseThrow().children()
+                .filter(child -> child.info().commandLine().orElse("").contains("train.py")).findFirst()
+                .orElseThrow(() -> new AssertionError("no training process under torchrun (pid " + torchrun + ") in " + pod));
+        Instant at = Instant.now();
+        assertTrue(worker.destroyForcibly(), "SIGKILL to " + pod + "'s worker (pid " + worker.pid() + ")");
+        return at;
     }
 
     /** Kubeflow's OnFailure, a master and two workers: worker-0 killed from the machine, OOM-killed by its limit, or deleted. */
