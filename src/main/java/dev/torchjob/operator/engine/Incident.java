@@ -40,16 +40,25 @@ record Incident(Stopped cause, List<Stopped> consequences) {
      */
     static final Duration SETTLE = Duration.ofSeconds(5);
 
-    private static final Comparator<Stopped> FIRST = Comparator
-            .comparing((Stopped s) -> s.ending().onFailedDevice() ? 0 : 1)
-            .thenComparing(s -> s.ending().showsLostPeer() ? 1 : 0)
-            .thenComparing(s -> s.ending().at() == null ? Instant.MIN : s.ending().at())
-            .thenComparing(s -> s.ending().fromOutside() ? 0 : 1)
-            .thenComparing(s -> s.slot().rank());
+    /** What tells which failure came first, read once per failure: its output is up to 4 KiB, and a big job's incident has many. */
+    private record Order(Stopped stopped, boolean onFailedDevice, boolean lostPeer, Instant at, boolean fromOutside) {
+        static Order of(Stopped s) {
+            ReplicaEnding ending = s.ending();
+            return new Order(s, ending.onFailedDevice(), ending.showsLostPeer(), ending.at() == null ? Instant.MIN : ending.at(),
+                    ending.fromOutside());
+        }
+    }
+
+    private static final Comparator<Order> FIRST = Comparator
+            .comparing((Order o) -> o.onFailedDevice() ? 0 : 1)
+            .thenComparing(o -> o.lostPeer() ? 1 : 0)
+            .thenComparing(Order::at)
+            .thenComparing(o -> o.fromOutside() ? 0 : 1)
+            .thenComparing(o -> o.stopped().slot().rank());
 
     /** The incident of these failures (at least one): the first is its cause. */
     static Incident of(List<Stopped> failures) {
-        List<Stopped> ordered = failures.stream().sorted(FIRST).toList();
+        List<Stopped> ordered = failures.stream().map(Order::of).sorted(FIRST).map(Order::stopped).toList();
         return new Incident(ordered.get(0), ordered.subList(1, ordered.size()));
     }
 
