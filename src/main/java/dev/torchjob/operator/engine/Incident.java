@@ -23,7 +23,7 @@ import dev.torchjob.operator.engine.RestartDecision.Stopped;
  * reports failed is the cause whenever it stopped (its peers may give up on it first: a rank that hangs on a
  * failed GPU), and a rank whose output says a peer was lost is a consequence by its own words, never the cause
  * while a rank that did not say so stopped too (it may even have stopped first: torchrun reports its worker's
- * end up to its monitor interval later, 5 s before PyTorch 2.4; such a rank may even die by a signal: an abort
+ * end up to its monitor interval later, 5 s by default in PyTorch 1.13; such a rank may even die by a signal: an abort
  * on the lost connection). In the same second, a stop from outside the code (deleted, evicted, OOMKilled, killed
  * by a signal: exit code above 128, or a worker's signal torchrun reports) comes before an exit of the program's
  * own; then rank order. A pod removed between two passes is judged by its last state; one that vanished while no

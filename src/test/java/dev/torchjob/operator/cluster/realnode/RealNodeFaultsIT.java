@@ -997,7 +997,7 @@ class RealNodeFaultsIT {
      * picks one process: torchrun exits with 1 on both ranks, as it does whatever ended its workers, and the peer
      * says it lost its connection above torchrun's traceback. Under ExitCode this is still a stop from outside: one
      * restart, named by the killed rank and the signal its torchrun reports, never by the peer; resumed from the
-     * checkpoint. torchrun watches its workers every 0.1 s, PyTorch 2.4's default (1.13's 5 s here otherwise).
+     * checkpoint. torchrun watches its workers every 0.1 s, current PyTorch's default (1.13's 5 s here otherwise).
      */
     @Test
     void aTorchrunRanksWorkerKilledMidTrainingIsOneRestartUnderExitCodeThoughTorchrunExitsWithOne() {
