@@ -774,6 +774,12 @@ class RealNodeFaultsIT {
         boolean unhealthy = fault.equals("Unhealthy");
         try (AutoCloseable failed = node.draDeviceFails(device, unhealthy ? "ECC error count exceeded threshold" : null,
                 unhealthy ? "NoSchedule" : "NoExecute")) {
+            // Read while the new group trains: the resource claim controller deletes a pod's claim once the pod is done.
+            String again = await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).ignoreExceptions().until(() -> {
+                Pod worker = admin.pods().inNamespace(ns).withName("dr-worker-0").get();
+                return !before.contains(worker.getMetadata().getUid()) && "Running".equals(worker.getStatus().getPhase())
+                        ? draDeviceOf(ns, "dr-worker-0") : null;
+            }, java.util.Objects::nonNull);
             PyTorchTrainingJob done = awaitT9k(ns, "dr", JobPhase.Succeeded);
             assertEquals(1, done.getStatus().backoffCount, "one fault, one restart");
             // The kubelet names a DRA device by its claim's name in the pod and driver/pool/device.
@@ -782,7 +788,6 @@ class RealNodeFaultsIT {
                             + " (ECC error count exceeded threshold) is Unhealthy, as its kubelet reports); stopping dr-master-0"
                     : "pod dr-worker-0 was evicted (DeletionByDeviceTaintManager: Device Taint manager: deleting due to NoExecute taint)",
                     before);
-            String again = draDeviceOf(ns, "dr-worker-0");
             assertTrue(!again.equals(device), "the new rank's claim has another device than the failed " + device + ": " + again);
             recordTimeToTrainAgain(ns, at, "dr-master-0", "dr-worker-0");
         }
