@@ -184,8 +184,8 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
     }
 
     /**
-     * The exit code restart policies judge: the container's, or, for torchrun's (1, whatever ended its workers), 128 + the
-     * signal its last output reports ({@link TorchrunReport}): a worker killed by SIGKILL is judged as 137.
+     * The exit code restart policies judge: the container's, or, for torchrun's (1, whatever ended its workers), what its
+     * last output reports ({@link TorchrunReport}): a worker killed by SIGKILL is judged as 137, one that exited with 3 as 3.
      */
     Integer judgedExitCode() {
         if (exitCode != null && exitCode > 128) {
@@ -194,7 +194,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return torchrun().map(TorchrunReport::exitCode).orElse(exitCode);
     }
 
-    /** The signal torchrun says ended its worker or itself, when this replica ran torchrun and its output says so. */
+    /** How torchrun says its first worker or itself ended, when this replica ran torchrun and its output says so. */
     Optional<TorchrunReport> torchrun() {
         return exitCode == null || exitCode > 128 ? Optional.empty() : TorchrunReport.of(output);
     }
@@ -291,9 +291,17 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
         return withOutput(summary());
     }
 
-    /** A sentence about this ending, then the end of the replica's output, if it left any. */
+    /**
+     * A sentence about this ending, then the end of the replica's output, if it left any: under torchrun, what its workers
+     * printed above torchrun's own traceback and report (which the sentence sums up), their traceback where they raised.
+     */
     public String withOutput(String sentence) {
-        return output == null ? sentence : sentence + "; last output:\n" + tail(output);
+        if (output == null) {
+            return sentence;
+        }
+        Optional<String> workers = torchrun().map(TorchrunReport::workersOutput).map(String::strip).filter(words -> !words.isEmpty());
+        return workers.isPresent() ? sentence + "; last output of torchrun's workers:\n" + tail(workers.get())
+                : sentence + "; last output:\n" + tail(output);
     }
 
     /** The reason, then the words the pod was stopped with: "Evicted: Usage of EmptyDir volume "scratch" exceeds the limit "64Mi"". */

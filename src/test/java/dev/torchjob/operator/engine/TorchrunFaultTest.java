@@ -28,13 +28,17 @@ import dev.torchjob.operator.engine.TrainingJob.SuccessRule;
  * Ranks that run torchrun: its container exits with 1 whatever ended its workers, and a rank that lost a peer says
  * so above torchrun's own traceback. The outputs are torchrun's own (PyTorch 1.13, two agents of a c10d rendezvous,
  * the kubelet's 2048 bytes of each log): a worker killed with SIGKILL mid-training, its peer, an agent stopped with
- * SIGTERM, and an agent that lost the rendezvous the stopped one hosted.
+ * SIGTERM, an agent that lost the rendezvous the stopped one hosted, and a worker whose code raised, without and with
+ * {@code @record} on its main.
  */
 class TorchrunFaultTest {
     static final String WORKER_KILLED = output("worker-killed.txt");
     static final String PEER_LOST = output("peer-lost.txt");
     static final String AGENT_SIGNALLED = output("agent-signalled.txt");
     static final String STORE_LOST = output("store-lost.txt");
+    static final String WORKER_RAISED = output("worker-raised.txt");
+    static final String WORKER_RAISED_RECORDED = output("worker-raised-recorded.txt");
+    static final String RAISED = "ValueError: rank 1: a bad batch in epoch 3 (RAISE_IN_EPOCH)";
 
     static String output(String name) {
         try (InputStream in = TorchrunFaultTest.class.getResourceAsStream("/torchrun/" + name)) {
@@ -66,9 +70,9 @@ class TorchrunFaultTest {
         String said = events(restart, "JobRestarting").get(0).message();
         assertTrue(said.startsWith("pod j-worker-0 (container pytorch) exited with code 1 (Error) after torchrun's worker (rank 0) was "
                 + "killed by signal 9 (SIGKILL); then j-worker-1 (exit code 1) failed too, a consequence (not counted); the job restarts "
-                + "as a group (restart 1 of backoffLimit 3); last output:\n..."), said);
-        assertTrue(said.contains("traceback : Signal 9 (SIGKILL) received by PID 13472\n====="), "torchrun's report ends the message: " + said);
-        assertTrue(said.length() < 1400, "the message repeats the end of the output only: " + said.length());
+                + "as a group (restart 1 of backoffLimit 3); last output of torchrun's workers:\n"), said);
+        assertTrue(said.endsWith("epoch 29/400: loss 0.0069\nepoch 30/400: loss 0.0065"), "where training was, not torchrun's traceback: " + said);
+        assertFalse(said.contains("ChildFailedError"), "torchrun's own words are summed up in the sentence: " + said);
         assertEquals(List.of(new Plan.RestartCounted("worker", "137", false)), restart.restarts(),
                 "the restart metric says the signal, as a container killed by it would");
     }
@@ -79,22 +83,53 @@ class TorchrunFaultTest {
                 ReplicaEnding.kept(PEER_LOST), null, FAULT, List.of());
         assertFalse(ReplicaEnding.tail(peer.output()).contains("closed by peer"), "beyond what a message repeats");
         assertTrue(peer.showsLostPeer(), "read in all the kubelet kept");
-        assertEquals(Optional.empty(), peer.torchrun(), "its worker exited with 1: no signal");
+        assertEquals("torchrun's worker (rank 1) exited with code 1", peer.torchrun().orElseThrow().said());
         assertEquals(1, peer.judgedExitCode());
+        assertTrue(peer.describe().contains("; last output of torchrun's workers:\n") && peer.describe().contains("Connection closed by peer"),
+                "the message shows the lost peer, torchrun's traceback did not bury it: " + peer.describe());
     }
 
     @Test
-    void aTorchrunRankWhoseWorkerRaisedFailsTheJobUnderExitCodeNamingThatRank() {
+    void aTorchrunRankWhoseWorkerRaisedFailsTheJobUnderExitCodeNamingThatRankAndItsError() {
         Run run = torchrunRanks(RestartPolicy.ExitCode);
-        String raised = CODE_ERROR + "\n" + WORKER_KILLED.substring(WORKER_KILLED.indexOf("ERROR:torch"))
-                .replace("exitcode: -9", "exitcode: 1").replace("exitcode  : -9", "exitcode  : 1")
-                .replace("Signal 9 (SIGKILL) received by PID 13472", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html");
         run.exit("j-worker-1", 1, "Error", PEER_LOST, FAULT);
-        run.exit("j-worker-0", 1, "Error", raised, FAULT.plusSeconds(2));
+        run.exit("j-worker-0", 1, "Error", WORKER_RAISED, FAULT.plusSeconds(2));
         Decision failed = run.pass();
         assertEquals(Outcome.ReplicaFailedPermanently, failed.state().outcome(), "a bug is a bug, under torchrun too");
-        assertTrue(((Situation.Ended) failed.situation()).message().startsWith("pod j-worker-0 (container pytorch) exited with code 1 (Error); then j-worker-1"),
-                "the rank that raised, never the peer's lost connection: " + ((Situation.Ended) failed.situation()).message());
+        String message = ((Situation.Ended) failed.situation()).message();
+        assertTrue(message.startsWith("pod j-worker-0 (container pytorch) exited with code 1 (Error) after torchrun's worker (rank 1) exited "
+                + "with code 1; then j-worker-1"), "the rank that raised, never the peer's lost connection: " + message);
+        assertTrue(message.contains("; last output of torchrun's workers:\n"), message);
+        assertTrue(message.endsWith(RAISED), "the worker's own error, above torchrun's traceback and report: " + message);
+        assertFalse(message.contains("To enable traceback see"), message);
+    }
+
+    @Test
+    void aWorkerRecordedWithRecordIsNamedByTheTracebackInTorchrunsReport() {
+        ReplicaEnding recorded = new ReplicaEnding(ReplicaEnding.Cause.FAILED, "j-worker-1", "pytorch", 1, "Error", null,
+                ReplicaEnding.kept(WORKER_RAISED_RECORDED), null, FAULT, List.of());
+        assertEquals(1, recorded.judgedExitCode());
+        String said = recorded.describe();
+        assertTrue(said.startsWith("pod j-worker-1 (container pytorch) exited with code 1 (Error) after torchrun's worker (rank 1) exited "
+                + "with code 1; last output:\n..."), "the report carries the traceback and is all the kubelet kept: " + said);
+        assertTrue(said.contains("  " + RAISED), said);
+    }
+
+    @Test
+    void aTorchrunWorkersOwnExitCodeIsJudgedAsTheContainersWouldBeWithoutTorchrun() {
+        // The example's train.py exits 128 + 15 on SIGTERM, as a container's PID 1 should: torchrun reports that code.
+        String stopped = WORKER_RAISED.replace("exitcode  : 1 (pid", "exitcode  : 143 (pid");
+        ReplicaEnding ending = new ReplicaEnding(ReplicaEnding.Cause.FAILED, "j-worker-0", "pytorch", 1, "Error", null,
+                ReplicaEnding.kept(stopped), null, FAULT, List.of());
+        assertEquals(143, ending.judgedExitCode(), "the worker's 143, not torchrun's 1");
+        assertTrue(RestartRules.isRestartable(RestartPolicy.ExitCode, ending, RetryableExitCodes.SIGNALS), "T9k's codes retry it");
+        assertTrue(ending.fromOutside());
+        assertEquals("143", ending.countedAs());
+        ReplicaEnding exited = new ReplicaEnding(ReplicaEnding.Cause.FAILED, "j-worker-0", "pytorch", 1, "Error", null,
+                ReplicaEnding.kept(WORKER_RAISED.replace("exitcode  : 1 (pid", "exitcode  : 3 (pid")), null, FAULT, List.of());
+        assertEquals(3, exited.judgedExitCode());
+        assertFalse(RestartRules.isRestartable(RestartPolicy.ExitCode, exited, RetryableExitCodes.FROM_128), "a code error under Kubeflow's rule");
+        assertTrue(exited.summary().endsWith(" after torchrun's worker (rank 1) exited with code 3"), exited.summary());
     }
 
     @Test
@@ -108,6 +143,10 @@ class TorchrunFaultTest {
         assertTrue(events(restart, "JobRestarting").get(0).message().startsWith("pod j-worker-0 (container pytorch) exited with code 1 "
                 + "(Error) after torchrun got signal 15 (SIGTERM); then j-worker-1 (exit code 1) failed too"), restart.events().toString());
         assertEquals(List.of(new Plan.RestartCounted("worker", "143", false)), restart.restarts());
+        assertTrue(events(restart, "JobRestarting").get(0).message().endsWith("\n"
+                + "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 9171 closing signal SIGTERM\n"
+                + "rank 2: SIGTERM, stopping\nrank 3: SIGTERM, stopping"), "its workers' last words, above torchrun's traceback: "
+                + events(restart, "JobRestarting").get(0).message());
     }
 
     @Test
@@ -147,8 +186,12 @@ class TorchrunFaultTest {
         assertEquals("torchrun's worker (rank 2) was killed by signal 11 (SIGSEGV)", segfault.said());
         assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("Root Cause (first observed failure):", "")),
                 "a worker's exit code outside torchrun's report says nothing");
-        assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "1 (pid: 7)")), "an exit of its own");
+        assertEquals(new TorchrunReport(1, "torchrun's worker (rank 2) exited with code 1", null),
+                TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "1 (pid: 7)")).orElseThrow(),
+                "an exit of its own; without the agent's line above the report, its workers' words are not told from its own");
         assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "-300 (pid: 7)")), "no such signal");
+        assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "256 (pid: 7)")), "no such exit code");
+        assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "0 (pid: 7)")), "no failure");
         assertEquals("torchrun's worker (rank 2) was killed by signal 40", TorchrunReport.of(twoWorkers.replace("-11 (pid", "-40 (pid"))
                 .orElseThrow().said(), "a signal without a name is said by number");
         assertEquals(Optional.empty(), TorchrunReport.of("Traceback (most recent call last):\nValueError: bad batch"));

@@ -932,25 +932,29 @@ class RealNodeFaultsIT {
     }
 
     /**
-     * Kubeflow's kind under ExitCode: worker-0's code raises in epoch 3 and its peers fail on the lost
-     * connection. The job fails naming worker-0's error, counts nothing, and once the peers have ended too
-     * (cleanPodPolicy None keeps them) its replicaStatuses say what the pods are.
+     * Kubeflow's kind under ExitCode, each rank's command torchrun: worker-0's code raises in epoch 3 and its peers fail
+     * on the lost connection; every torchrun exits 1. The job fails naming worker-0's rank and its error (its words
+     * above torchrun's own traceback and report), counts nothing, and once the peers have ended too (cleanPodPolicy
+     * None keeps them) its replicaStatuses say what the pods are.
      */
     @Test
-    void aKubeflowRankWhoseCodeRaisesFailsTheJobNamingItAndTheCountsFollowThePods() {
+    void aKubeflowRankWhoseCodeRaisesUnderTorchrunFailsTheJobNamingItsErrorAndTheCountsFollowThePods() {
         String ns = install.namespace("kf-raises");
         Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        kubectl.runWithInput(kubeflowJob("ExitCode", state, ", {name: RAISE_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}",
-                "{}"), "apply", "-n", ns, "-f", "-").orFail();
+        kubectl.runWithInput(torchrunKubeflowJob(state, ", {name: RAISE_IN_EPOCH, value: \"3\"}, {name: FAIL_RANKS, value: \"1\"}"),
+                "apply", "-n", ns, "-f", "-").orFail();
         PyTorchJob failed = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
                 .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
                         j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
         assertEquals(JobPhase.Failed, failed.getStatus().phase, events(ns, null).toString());
         assertEquals("ReplicaFailedPermanently", failed.getStatus().failureReason);
         String message = failed.getStatus().conditions.stream().filter(c -> "Failed".equals(c.type)).findFirst().orElseThrow().message;
-        assertTrue(message.startsWith("PyTorchJob kf is failed because pod kf-worker-0 (container pytorch) exited with code 1 (Error)"), message);
+        System.out.printf("real node, Kubeflow kind, torchrun, a rank raising: %s%n", message);
+        assertTrue(message.startsWith("PyTorchJob kf is failed because pod kf-worker-0 (container pytorch) exited with code 1 (Error) after "
+                + "torchrun's worker (rank 1) exited with code 1; last output of torchrun's workers:\n"), message);
         assertTrue(message.contains("ValueError: rank 1: a bad batch in epoch 3"), message);
-        assertFalse(message.contains("Connection reset"), "never the peer's error: " + message);
+        assertFalse(message.contains("Connection reset") || message.contains("closed by peer"), "never the peer's error: " + message);
+        assertFalse(message.contains("ChildFailedError"), "torchrun's own traceback is summed up: " + message);
         assertEquals(0, failed.getStatus().backoffCount);
         // The peers fail in their next collective; the ended job's counts then say so.
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).untilAsserted(() -> {
@@ -1032,6 +1036,8 @@ class RealNodeFaultsIT {
         assertTrue(restarting.get(0).matches("(?s)pod tr-worker-1 \\(container pytorch\\) exited with code 1 \\(Error\\) after torchrun's "
                 + "worker \\(rank [01]\\) was killed by signal 9 \\(SIGKILL\\); (then tr-worker-0 \\(exit code 1\\) failed too, a consequence "
                 + "\\(not counted\\)|stopping tr-worker-0); the job restarts as a group \\(restart 1 of backoffLimit 2.*"), restarting.get(0));
+        assertTrue(restarting.get(0).contains("; last output of torchrun's workers:\n") && !restarting.get(0).contains("ChildFailedError"),
+                "the workers' words, torchrun's own traceback and report summed up: " + restarting.get(0));
         String logs = logs(ns, "tr-worker-0") + logs(ns, "tr-worker-1");
         assertTrue(logs.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), logs);
         assertTrue(podUids(ns).stream().noneMatch(before::contains), "no pod of the old group is left");
@@ -1070,7 +1076,11 @@ class RealNodeFaultsIT {
 
     /** {@link #kubeflowJob} under ExitCode, each rank's command torchrun (one process per pod, watched every 0.1 s). */
     static String torchrunKubeflowJob(Path state) {
-        String job = kubeflowJob("ExitCode", state, "", "{}").replace("command: [python, /workspace/train.py]",
+        return torchrunKubeflowJob(state, "");
+    }
+
+    static String torchrunKubeflowJob(Path state, String env) {
+        String job = kubeflowJob("ExitCode", state, env, "{}").replace("command: [python, /workspace/train.py]",
                 "command: [torchrun, --monitor_interval=0.1, /workspace/train.py]").replace("  runPolicy: {", "  nprocPerNode: \"1\"\n  runPolicy: {");
         assertTrue(job.contains("torchrun, --monitor") && job.contains("nprocPerNode"), job);
         return job;
