@@ -20,9 +20,10 @@ import java.util.regex.Pattern;
  */
 record TorchrunReport(int exitCode, String said, String workersOutput) {
     private static final String ROOT_CAUSE = "Root Cause (first observed failure):";
-    private static final Pattern WORKER_EXIT = Pattern.compile("exitcode\\s*:\\s*(-?\\d+)");
+    // At most 9 digits: a number no int holds is no exit code or signal (and must not throw).
+    private static final Pattern WORKER_EXIT = Pattern.compile("exitcode\\s*:\\s*(-?\\d{1,9})(?!\\d)");
     private static final Pattern WORKER_RANK = Pattern.compile("rank\\s*:\\s*(\\d+)");
-    private static final Pattern AGENT_SIGNALLED = Pattern.compile("SignalException: Process \\d+ got signal: (\\d+)");
+    private static final Pattern AGENT_SIGNALLED = Pattern.compile("SignalException: Process \\d+ got signal: (\\d{1,9})(?!\\d)");
     /** The agent's log line as its workers' group fails (1.13 and current PyTorch alike); its own traceback follows. */
     private static final Pattern GROUP_FAILED = Pattern.compile("(?m)^.*failed \\(exitcode: -?\\d+\\) local_rank: \\d+ \\(pid: \\d+\\) of binary");
     private static final String TRACEBACK = "Traceback (most recent call last):";
@@ -46,7 +47,7 @@ record TorchrunReport(int exitCode, String said, String workersOutput) {
             agentSignal = Integer.parseInt(agent.group(1));
         }
         // Whichever torchrun said last is how it ended.
-        if (agentAt > report) {
+        if (agentAt > report && agentSignal >= 1 && agentSignal <= 64) {
             int traceback = output.lastIndexOf(TRACEBACK, agentAt);
             return Optional.of(new TorchrunReport(128 + agentSignal, "torchrun got signal " + named(agentSignal),
                     traceback < 0 ? null : output.substring(0, traceback)));
@@ -59,7 +60,7 @@ record TorchrunReport(int exitCode, String said, String workersOutput) {
         if (!exit.find()) {
             return Optional.empty();
         }
-        long code = Long.parseLong(exit.group(1));
+        int code = Integer.parseInt(exit.group(1));
         if (code == 0 || code < -64 || code > 255) {
             return Optional.empty();
         }
@@ -67,9 +68,9 @@ record TorchrunReport(int exitCode, String said, String workersOutput) {
         String worker = rank.find() && rank.start() < exit.start() ? "torchrun's worker (rank " + rank.group(1) + ")" : "torchrun's worker";
         String workersOutput = workersOutput(output.substring(0, report));
         if (code > 0) {
-            return Optional.of(new TorchrunReport((int) code, worker + " exited with code " + code, workersOutput));
+            return Optional.of(new TorchrunReport(code, worker + " exited with code " + code, workersOutput));
         }
-        int signal = (int) -code;
+        int signal = -code;
         return Optional.of(new TorchrunReport(128 + signal, worker + " was killed by signal " + named(signal), workersOutput));
     }
 

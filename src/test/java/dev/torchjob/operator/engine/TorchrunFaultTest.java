@@ -192,6 +192,8 @@ class TorchrunFaultTest {
         assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "-300 (pid: 7)")), "no such signal");
         assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "256 (pid: 7)")), "no such exit code");
         assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "0 (pid: 7)")), "no failure");
+        assertEquals(Optional.empty(), TorchrunReport.of(twoWorkers.replace("-11 (pid: 7)", "-99999999999999999999 (pid: 7)")), "no int");
+        assertEquals(Optional.empty(), TorchrunReport.of("SignalException: Process 17 got signal: 99999999999999999999"), "no int");
         assertEquals("torchrun's worker (rank 2) was killed by signal 40", TorchrunReport.of(twoWorkers.replace("-11 (pid", "-40 (pid"))
                 .orElseThrow().said(), "a signal without a name is said by number");
         assertEquals(Optional.empty(), TorchrunReport.of("Traceback (most recent call last):\nValueError: bad batch"));
