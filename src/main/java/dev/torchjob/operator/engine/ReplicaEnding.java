@@ -288,7 +288,8 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
 
     /** {@link #summary()} followed by the end of the replica's output: the reason outlives the pod. */
     public String describe() {
-        return withOutput(summary());
+        Optional<TorchrunReport> torchrun = torchrun(); // read once: a status lists every failed replica's
+        return withOutput(summary(torchrun), torchrun);
     }
 
     /**
@@ -296,10 +297,14 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
      * printed above torchrun's own traceback and report (which the sentence sums up), their traceback where they raised.
      */
     public String withOutput(String sentence) {
+        return withOutput(sentence, torchrun());
+    }
+
+    private String withOutput(String sentence, Optional<TorchrunReport> torchrun) {
         if (output == null) {
             return sentence;
         }
-        Optional<String> workers = torchrun().map(TorchrunReport::workersOutput).map(String::strip).filter(words -> !words.isEmpty());
+        Optional<String> workers = torchrun.map(TorchrunReport::workersOutput).map(String::strip).filter(words -> !words.isEmpty());
         return workers.isPresent() ? sentence + "; last output of torchrun's workers:\n" + tail(workers.get())
                 : sentence + "; last output:\n" + tail(output);
     }
@@ -316,6 +321,10 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
 
     /** "pod demo-worker-1 (container pytorch) exited with code 137 (OOMKilled)" and its variants. */
     public String summary() {
+        return summary(torchrun());
+    }
+
+    private String summary(Optional<TorchrunReport> torchrun) {
         StringBuilder text = new StringBuilder("pod ").append(podName);
         switch (cause) {
             case VANISHED -> text.append(" was deleted").append(onDevices());
@@ -334,7 +343,7 @@ public record ReplicaEnding(Cause cause, String podName, String container, Integ
                 if (reason != null || podMessage != null) {
                     text.append(" (").append(why()).append(")");
                 }
-                torchrun().ifPresent(report -> text.append(" after ").append(report.said()));
+                torchrun.ifPresent(report -> text.append(" after ").append(report.said()));
                 text.append(onDevices());
                 if (cause == Cause.RESTARTED_IN_PLACE) {
                     text.append(" and was restarted in place");

@@ -1,6 +1,5 @@
 package dev.torchjob.operator.engine;
 
-import static dev.torchjob.operator.engine.GroupRestartTest.CODE_ERROR;
 import static dev.torchjob.operator.engine.GroupRestartTest.FAULT;
 import static dev.torchjob.operator.engine.GroupRestartTest.LOST_PEER;
 import static dev.torchjob.operator.engine.GroupRestartTest.events;
