@@ -87,7 +87,7 @@ a test keeps them equal.
   verbs: ["get", "list", "watch", "create", "update", "delete"]
 {{- with .Values.kubeflow.gangSchedulerName }}
 # The PyTorchJobs' PodGroups (one per job, named and owned by it), for the gang scheduler {{ . }}.
-- apiGroups: [{{ if eq . "volcano" }}"scheduling.volcano.sh"{{ else }}"scheduling.x-k8s.io"{{ end }}]
+- apiGroups: [{{ if eq . "volcano" }}"scheduling.volcano.sh"{{ else if eq . "kubernetes" }}"scheduling.k8s.io"{{ else }}"scheduling.x-k8s.io"{{ end }}]
   resources: ["podgroups"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 {{- end }}

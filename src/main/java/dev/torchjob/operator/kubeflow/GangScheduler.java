@@ -24,10 +24,13 @@ import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
  * scheduler how many of its pods must be placed together, and pods that name the scheduler and the group.
  * Volcano's PodGroup ({@code scheduling.volcano.sh/v1beta1}) holds the job's pods back until Volcano
  * admits the group; scheduler-plugins' ({@code scheduling.x-k8s.io/v1alpha1}, the coscheduling plugin)
- * lets them be created and holds them at scheduling. Pure.
+ * lets them be created and holds them at scheduling; Kubernetes' own ({@code scheduling.k8s.io/v1beta1}, the
+ * Workload API of Kubernetes 1.37) likewise, in the default kube-scheduler. Pure.
  */
 public sealed interface GangScheduler {
     String VOLCANO = "volcano";
+    /** The setting's value for Kubernetes' own gang scheduling (kube-scheduler's GangScheduling plugin). */
+    String KUBERNETES = "kubernetes";
     /** The setting's value for none. */
     String NONE = "none";
 
@@ -37,14 +40,27 @@ public sealed interface GangScheduler {
     /** scheduler-plugins' pod label naming the group. */
     String PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group";
 
-    /** The operator's setting: empty or {@code none}, {@code volcano}, or a scheduler-plugins scheduler's name. */
+    /**
+     * The operator's setting: empty or {@code none}, {@code volcano}, {@code kubernetes}, or a scheduler-plugins
+     * scheduler's name.
+     */
     static Optional<GangScheduler> named(Optional<String> setting) {
         String name = setting.map(String::trim).orElse("");
-        if (name.isEmpty() || name.equals(NONE)) {
-            return Optional.empty();
-        }
-        return Optional.of(name.equals(VOLCANO) ? new Volcano() : new SchedulerPlugins(name));
+        return switch (name) {
+            case "", NONE -> Optional.empty();
+            case VOLCANO -> Optional.of(new Volcano());
+            case KUBERNETES -> Optional.of(new Kubernetes());
+            default -> Optional.of(new SchedulerPlugins(name));
+        };
     }
+
+    /** How the operator's setting names this scheduler, as messages say it. */
+    default String setting() {
+        return schedulerName();
+    }
+
+    /** The install's overlay for this scheduler: kubernetes/kubeflow/NAME/ (its RBAC for the PodGroups). */
+    String overlay();
 
     /** The schedulerName the job's pods get. */
     String schedulerName();
@@ -106,6 +122,11 @@ public sealed interface GangScheduler {
         }
 
         @Override
+        public String overlay() {
+            return VOLCANO;
+        }
+
+        @Override
         public ResourceDefinitionContext podGroups() {
             return POD_GROUPS;
         }
@@ -153,6 +174,11 @@ public sealed interface GangScheduler {
         }
 
         @Override
+        public String overlay() {
+            return "scheduler-plugins";
+        }
+
+        @Override
         public Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
             SchedulingPolicy policy = SchedulingPolicy.of(job);
             Map<String, Object> spec = new LinkedHashMap<>();
@@ -174,6 +200,66 @@ public sealed interface GangScheduler {
                     : new LinkedHashMap<>(pod.getMetadata().getLabels());
             labels.put(PLUGINS_GROUP_LABEL, jobName);
             pod.getMetadata().setLabels(labels);
+        }
+    }
+
+    /**
+     * Kubernetes' own gang scheduling, the Workload API (scheduling.k8s.io/v1beta1, beta in Kubernetes 1.37 behind the
+     * GenericWorkload feature gate): a standalone PodGroup whose gang policy asks for minCount pods placed together,
+     * each pod naming it in {@code spec.schedulingGroup}; the default kube-scheduler holds them until minCount exist
+     * and places them at once. It reads the pods' own requests: no queue, no minimum resources, no timeout (a gang
+     * that does not fit waits). The job is disrupted as a whole ({@code disruptionMode: all}): losing one rank
+     * restarts every rank, so a scheduler that preempts should count the whole gang as the cost.
+     */
+    record Kubernetes() implements GangScheduler {
+        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.k8s.io")
+                .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+        /** The default scheduler's name, which the pods keep. */
+        static final String DEFAULT_SCHEDULER = "default-scheduler";
+
+        @Override
+        public String schedulerName() {
+            return DEFAULT_SCHEDULER;
+        }
+
+        @Override
+        public String setting() {
+            return KUBERNETES;
+        }
+
+        @Override
+        public String overlay() {
+            return KUBERNETES;
+        }
+
+        @Override
+        public ResourceDefinitionContext podGroups() {
+            return POD_GROUPS;
+        }
+
+        /** minCount from minAvailable or every replica (it follows elastic scaling); the immutable fields stay as first made. */
+        @Override
+        public Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+            SchedulingPolicy policy = SchedulingPolicy.of(job);
+            Map<String, Object> spec = new LinkedHashMap<>();
+            spec.put("schedulingPolicy", Map.of("gang", Map.of("minCount", policy.minMember(job))));
+            if (observed.isEmpty()) {
+                spec.put("disruptionMode", Map.of("all", Map.of()));
+                policy.priorityClass().ifPresent(priorityClass -> spec.put("priorityClassName", priorityClass));
+            }
+            return spec;
+        }
+
+        @Override
+        public boolean holdsPods(Optional<GenericKubernetesResource> observed) {
+            return false;
+        }
+
+        @Override
+        public void decorate(Pod pod, String jobName, String replicaType) {
+            nameScheduler(pod);
+            // Kubernetes 1.37's PodSpec field, newer than the client's model: written as the API has it.
+            pod.getSpec().setAdditionalProperty("schedulingGroup", Map.of("podGroupName", jobName));
         }
     }
 

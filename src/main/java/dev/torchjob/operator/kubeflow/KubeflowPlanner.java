@@ -400,7 +400,7 @@ public final class KubeflowPlanner {
 
             @Override
             public String awaitingAdmission() {
-                return gang.map(scheduler -> "PyTorchJob " + job + " waits: the gang scheduler " + scheduler.schedulerName()
+                return gang.map(scheduler -> "PyTorchJob " + job + " waits: the gang scheduler " + scheduler.setting()
                         + " is set, and its PodGroup API (" + scheduler.podGroups().getGroup() + "/" + scheduler.podGroups().getVersion()
                         + ") is not installed in the cluster; the pods are created once it is.")
                         .orElse("PyTorchJob " + job + " waits to be admitted.");

@@ -61,15 +61,14 @@ public class GangPodGroups {
         if (!new ApiDiscovery(client, clock, kind).installed()) {
             LOG.errorf("torchjob.gang-scheduler-name=%s: its PodGroup API (%s/%s) is not installed in this cluster; PyTorchJobs wait,"
                     + " creating no pods, until it is installed and the operator restarted (or the setting removed)",
-                    scheduler.get().schedulerName(), kind.getGroup(), kind.getVersion());
+                    scheduler.get().setting(), kind.getGroup(), kind.getVersion());
             return Optional.empty();
         }
         Optional<String> denied = deniedWatching(kind, context.getControllerConfiguration().getInformerConfig().getNamespaces());
         if (denied.isPresent()) {
             LOG.errorf("torchjob.gang-scheduler-name=%s: the operator may not %s; PyTorchJobs wait, creating no pods, until its RBAC"
                     + " grants it (kubernetes/kubeflow/%s/rbac.yaml, or the Helm value kubeflow.gangSchedulerName) and the operator is"
-                    + " restarted", scheduler.get().schedulerName(), denied.get(),
-                    scheduler.get() instanceof GangScheduler.Volcano ? "volcano" : "scheduler-plugins");
+                    + " restarted", scheduler.get().setting(), denied.get(), scheduler.get().overlay());
             return Optional.empty();
         }
         var configuration = InformerEventSourceConfiguration.from(new GroupVersionKind(kind.getGroup(), kind.getVersion(), kind.getKind()),
@@ -84,7 +83,7 @@ public class GangPodGroups {
                 })
                 .build();
         watched = true;
-        LOG.infof("gang scheduler %s: watching %s PodGroups", scheduler.get().schedulerName(), kind.getGroup());
+        LOG.infof("gang scheduler %s: watching %s PodGroups", scheduler.get().setting(), kind.getGroup());
         return Optional.of(new InformerEventSource<>(configuration, context));
     }
 

@@ -221,7 +221,7 @@ public final class ControlPlane {
                 "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
         start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
                 "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",
-                "--kube-api-qps=500", "--kube-api-burst=1000"));
+                "--kube-api-qps=500", "--kube-api-burst=1000", WORKLOAD_API_GATE));
     }
 
     private void startEtcdAndApiServer() throws IOException {
@@ -248,13 +248,24 @@ public final class ControlPlane {
         writeKubeconfig(adminKubeconfig, "https://127.0.0.1:" + apiPort, Files.readAllBytes(pki.resolve("apiserver.crt")), token);
     }
 
+    /**
+     * Kubernetes' own gang scheduling, the Workload API (beta in 1.37, off by default), as a platform team turns it
+     * on: the feature gate on the API server and the scheduler, its API group version served. Pods that name no
+     * PodGroup are scheduled as before.
+     */
+    static final String WORKLOAD_API_GATE = "--feature-gates=GenericWorkload=true";
+    static final String WORKLOAD_API_VERSION = "--runtime-config=scheduling.k8s.io/v1beta1=true";
+
     private void startApiServer(int port, Path pki, Path serviceAccountKey) throws IOException {
         Path auditPolicy = work.resolve("audit-policy.yaml");
         try (var in = ControlPlane.class.getResourceAsStream("/control-plane/audit-policy.yaml")) {
             Files.write(auditPolicy, in.readAllBytes());
         }
         Files.deleteIfExists(auditLog());
-        start("kube-apiserver", List.of(apiServerBinary.toString(),
+        // The oldest claimed version has neither.
+        List<String> workloadApi = apiServerBinary.equals(bin.resolve("kube-apiserver")) ? List.of(WORKLOAD_API_GATE, WORKLOAD_API_VERSION)
+                : List.of();
+        start("kube-apiserver", java.util.stream.Stream.concat(java.util.stream.Stream.of(apiServerBinary.toString(),
                 "--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog(), "--audit-log-mode=batch",
                 "--audit-log-batch-max-wait=1s",
                 "--etcd-servers=http://127.0.0.1:" + etcdPort,
@@ -271,7 +282,7 @@ public final class ControlPlane {
                 "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 // The real node's kubelet (RealNode) is reached at its address for logs and exec, not by name.
                 "--kubelet-preferred-address-types=InternalIP",
-                "--allow-privileged=true"));
+                "--allow-privileged=true"), workloadApi.stream()).toList());
         awaitHttp("kube-apiserver", URI.create("https://127.0.0.1:" + port + "/readyz"));
     }
 

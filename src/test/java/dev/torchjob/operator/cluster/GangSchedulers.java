@@ -26,6 +26,9 @@ public final class GangSchedulers implements AutoCloseable {
             .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
     public static final ResourceDefinitionContext VOLCANO_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
             .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+    /** Kubernetes' own (the Workload API): served by the API server, read by the default kube-scheduler. */
+    public static final ResourceDefinitionContext KUBERNETES_POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.k8s.io")
+            .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
     static final ResourceDefinitionContext QUEUES = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
             .withVersion("v1beta1").withKind("Queue").withPlural("queues").withNamespaced(false).build();
     private static final List<String> VOLCANO = List.of("vc-scheduler", "vc-controller-manager");

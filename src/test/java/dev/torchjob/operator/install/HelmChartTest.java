@@ -245,6 +245,19 @@ class HelmChartTest {
                 .filter(r -> userRoles(List.of(r)).isEmpty()).findFirst().orElseThrow();
     }
 
+    /** Each gang scheduler's value grants, cluster-wide as the overlay does, what that overlay's rbac.yaml grants, and sets what it sets. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"volcano, volcano", "kubernetes, kubernetes", "scheduler-plugins-scheduler, scheduler-plugins"})
+    void eachGangSchedulerGetsWhatItsOverlayGrants(String setting, String overlay) throws IOException {
+        List<HasMetadata> chart = HelmChart.render(null, Map.of("kubeflow.enabled", true, "kubeflow.gangSchedulerName", setting));
+        assertEquals(setting, env(only(chart, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
+                .get("TORCHJOB_GANG_SCHEDULER_NAME"));
+        Set<String> overlays = grants(only(load("kubeflow/" + overlay + "/rbac.yaml"), ClusterRole.class).getRules());
+        assertTrue(grants(operatorsRole(chart).getRules()).containsAll(overlays), overlays.toString());
+        assertTrue(Files.readString(Path.of("kubernetes/kubeflow", overlay, "kustomization.yaml"))
+                .contains("name: TORCHJOB_GANG_SCHEDULER_NAME\n          value: " + setting + "\n"), "the overlay sets the same");
+    }
+
     @Test
     void oneReplicaWithoutLeaderElectionNeedsNoLease() {
         List<HasMetadata> chart = HelmChart.render(null, Map.of("replicas", 1, "leaderElection.enabled", false));

@@ -64,6 +64,38 @@ class GangSchedulerTest {
         assertEquals(Optional.of(new GangScheduler.Volcano()), GangScheduler.named(Optional.of("volcano")));
         assertEquals(Optional.of(new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler")),
                 GangScheduler.named(Optional.of("scheduler-plugins-scheduler")));
+        assertEquals(Optional.of(new GangScheduler.Kubernetes()), GangScheduler.named(Optional.of(" kubernetes ")));
+        assertEquals("kubernetes", new GangScheduler.Kubernetes().setting(), "messages name the setting, not default-scheduler");
+    }
+
+    @Test
+    void kubernetesPodGroupAsksForEveryReplicaTogetherDisruptedAsOne() {
+        GenericKubernetesResource podGroup = new GangScheduler.Kubernetes().podGroup(job("{}"), Optional.empty());
+        assertEquals("scheduling.k8s.io/v1beta1", podGroup.getApiVersion());
+        assertEquals("PodGroup", podGroup.getKind());
+        assertEquals("j", podGroup.getMetadata().getName());
+        assertEquals(job("{}").getMetadata().getUid(), podGroup.getMetadata().getOwnerReferences().get(0).getUid());
+        assertEquals(Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 4)), "disruptionMode", Map.of("all", Map.of())),
+                spec(podGroup), "no queue, no minimum resources: kube-scheduler reads the pods' requests");
+        PyTorchJob policy = job("{schedulingPolicy: {minAvailable: 2, queue: research, priorityClass: high, scheduleTimeoutSeconds: 120}}");
+        assertEquals(Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 2)), "disruptionMode", Map.of("all", Map.of()),
+                "priorityClassName", "high"), spec(new GangScheduler.Kubernetes().podGroup(policy, Optional.empty())),
+                "what Kubernetes' PodGroup has no field for is left out");
+    }
+
+    /** minCount may change (elastic scaling); priorityClassName and disruptionMode may not, so only a new PodGroup gets them. */
+    @Test
+    void kubernetesPodGroupOnceMadeFollowsOnlyMinCount() {
+        GenericKubernetesResource made = observed(null, Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 4)),
+                "disruptionMode", Map.of("single", Map.of()), "priorityClassName", "low", "priority", 10));
+        GenericKubernetesResource wanted = new GangScheduler.Kubernetes().podGroup(job("{schedulingPolicy: {priorityClass: high}}"),
+                Optional.of(made));
+        assertEquals(Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 4))), spec(wanted));
+        assertTrue(GangScheduler.hasSpec(made, wanted), "nothing to apply: the immutable fields are not asked to change");
+        GenericKubernetesResource scaled = new GangScheduler.Kubernetes().podGroup(job("{schedulingPolicy: {minAvailable: 3}}"),
+                Optional.of(made));
+        assertFalse(GangScheduler.hasSpec(made, scaled), "a new minCount is applied");
+        assertFalse(new GangScheduler.Kubernetes().holdsPods(Optional.empty()), "kube-scheduler holds them at scheduling");
     }
 
     @Test
@@ -125,6 +157,12 @@ class GangSchedulerTest {
         assertEquals("scheduler-plugins-scheduler", master.getSpec().getSchedulerName());
         assertEquals("j", master.getMetadata().getLabels().get("scheduling.x-k8s.io/pod-group"));
         assertNull(master.getMetadata().getAnnotations() == null ? null : master.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
+        Pod worker0 = pods.get("j-worker-0");
+        new GangScheduler.Kubernetes().decorate(worker0, "j", "Worker");
+        assertEquals("default-scheduler", worker0.getSpec().getSchedulerName());
+        assertEquals(Map.of("podGroupName", "j"), worker0.getSpec().getAdditionalProperties().get("schedulingGroup"));
+        assertTrue(io.fabric8.kubernetes.client.utils.Serialization.asJson(worker0).contains("\"schedulingGroup\":{\"podGroupName\":\"j\"}"),
+                "written in the pod as the API names it");
     }
 
     @Test

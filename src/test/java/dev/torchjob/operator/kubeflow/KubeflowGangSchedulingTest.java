@@ -150,6 +150,29 @@ class KubeflowGangSchedulingTest {
         assertNull(cluster.podGroup, "ended: deleted");
     }
 
+    /** Kubernetes' own gang scheduling: the pods at once, each naming the PodGroup; a restart's new group names it too. */
+    @Test
+    void kubernetesGetsThePodsAtOnceNamingTheirPodGroupAndARestartKeepsIt() {
+        KubeflowCluster cluster = job(new GangScheduler.Kubernetes(), "{backoffLimit: 3}");
+        Plan<PyTorchJobStatus> first = cluster.reconcile();
+        assertEquals(3, first.podsToCreate().size(), "kube-scheduler holds them at scheduling, not at creation");
+        assertEquals("scheduling.k8s.io/v1beta1", cluster.podGroup.getApiVersion());
+        cluster.settle();
+        cluster.runAll();
+        cluster.exit("j-worker-1", 137);
+        cluster.settle();
+        assertEquals(1, cluster.job.getStatus().backoffCount, "one group restart");
+        assertNotNull(cluster.podGroup, "the gang stays through the restart");
+        assertEquals(3, cluster.pods.size());
+        assertTrue(cluster.pods.values().stream().allMatch(p -> Map.of("podGroupName", "j").equals(p.getSpec().getAdditionalProperties()
+                .get("schedulingGroup"))), "the new group's pods are the gang again");
+        cluster.runAll();
+        cluster.exit("j-master-0", 0);
+        cluster.settle();
+        assertEquals("Succeeded", cluster.state());
+        assertNull(cluster.podGroup, "ended: deleted");
+    }
+
     @Test
     void minMemberFollowsTheReplicasAndAGroupRestartKeepsTheGang() {
         KubeflowCluster cluster = job(new GangScheduler.SchedulerPlugins("sp"), "{backoffLimit: 3}");

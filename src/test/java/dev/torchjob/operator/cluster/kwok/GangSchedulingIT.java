@@ -147,44 +147,58 @@ class GangSchedulingIT extends OwnOperators {
     void withVolcanoAGroupRestartKeepsTheGang() throws Exception {
         try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
                 OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
-            OperatorHarness cluster = install.harness("volcano-restart");
-            cluster.submitPyTorchJob("""
-                    apiVersion: kubeflow.org/v1
-                    kind: PyTorchJob
-                    metadata: {name: r}
-                    spec:
-                      runPolicy: {backoffLimit: 3}
-                      pytorchReplicaSpecs:
-                        Master:
-                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
-                        Worker:
-                          replicas: 1
-                          template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
-                    """);
-            GenericKubernetesResource podGroup = awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "r");
-            await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
-            cluster.kubelet.run("r-master-0");
-            cluster.kubelet.run("r-worker-0");
-            cluster.awaitState("r", "Running");
-            String masterUid = cluster.pod("r-master-0").getMetadata().getUid();
-            String workerUid = cluster.pod("r-worker-0").getMetadata().getUid();
-
-            cluster.kubelet.exit("r-worker-0", 137);
-            Pod master = cluster.awaitNewPod("r-master-0", masterUid);
-            Pod worker = cluster.awaitNewPod("r-worker-0", workerUid);
-            for (Pod pod : List.of(master, worker)) {
-                assertEquals("volcano", pod.getSpec().getSchedulerName(), pod.getMetadata().getName());
-                assertEquals("r", pod.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"), pod.getMetadata().getName());
-            }
-            await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
-            GenericKubernetesResource after = awaitPodGroup(cluster, GangSchedulers.VOLCANO_POD_GROUPS, "r");
-            assertEquals(podGroup.getMetadata().getUid(), after.getMetadata().getUid(), "the same PodGroup");
-            assertEquals(2, spec(after).get("minMember"));
-            cluster.kubelet.run("r-master-0");
-            cluster.kubelet.run("r-worker-0");
-            assertEquals(1, cluster.awaitState("r", "Running").getStatus().backoffCount, "one group restart");
-            admin.namespaces().withName(cluster.namespace).delete();
+            aGroupRestartKeepsTheGang(install.harness("volcano-restart"), GangSchedulers.VOLCANO_POD_GROUPS,
+                    pod -> "volcano".equals(pod.getSpec().getSchedulerName())
+                            && "r".equals(pod.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name")));
         }
+    }
+
+    /** The new group of a restart is the PodGroup's gang again: kube-scheduler places it whole. */
+    @Test
+    void withKubernetesOwnGangSchedulingAGroupRestartKeepsTheGang() throws Exception {
+        try (OperatorProcess operator = kubernetesGangOperator()) {
+            aGroupRestartKeepsTheGang(install.harness("kubernetes-restart"), GangSchedulers.KUBERNETES_POD_GROUPS,
+                    pod -> "default-scheduler".equals(pod.getSpec().getSchedulerName()) && Map.of("podGroupName", "r")
+                            .equals(pod.getSpec().getAdditionalProperties().get("schedulingGroup")));
+        }
+    }
+
+    void aGroupRestartKeepsTheGang(OperatorHarness cluster, ResourceDefinitionContext podGroups, java.util.function.Predicate<Pod> inTheGang) {
+        cluster.submitPyTorchJob("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: r}
+                spec:
+                  runPolicy: {backoffLimit: 3}
+                  pytorchReplicaSpecs:
+                    Master:
+                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                    Worker:
+                      replicas: 1
+                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1"}}}]}}
+                """);
+        GenericKubernetesResource podGroup = awaitPodGroup(cluster, podGroups, "r");
+        await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
+        cluster.kubelet.run("r-master-0");
+        cluster.kubelet.run("r-worker-0");
+        cluster.awaitState("r", "Running");
+        String masterUid = cluster.pod("r-master-0").getMetadata().getUid();
+        String workerUid = cluster.pod("r-worker-0").getMetadata().getUid();
+
+        cluster.kubelet.exit("r-worker-0", 137);
+        Pod master = cluster.awaitNewPod("r-master-0", masterUid);
+        Pod worker = cluster.awaitNewPod("r-worker-0", workerUid);
+        for (Pod pod : List.of(master, worker)) {
+            assertTrue(inTheGang.test(pod), pod.getMetadata().getName() + ": " + pod.getSpec());
+        }
+        await().atMost(WAIT).until(() -> placed(cluster, "r-master-0") && placed(cluster, "r-worker-0"));
+        GenericKubernetesResource after = awaitPodGroup(cluster, podGroups, "r");
+        assertEquals(podGroup.getMetadata().getUid(), after.getMetadata().getUid(), "the same PodGroup");
+        assertEquals(2, gangSize(after));
+        cluster.kubelet.run("r-master-0");
+        cluster.kubelet.run("r-worker-0");
+        assertEquals(1, cluster.awaitState("r", "Running").getStatus().backoffCount, "one group restart");
+        admin.namespaces().withName(cluster.namespace).delete();
     }
 
     /**
@@ -227,6 +241,12 @@ class GangSchedulingIT extends OwnOperators {
                 pg -> pg != null);
     }
 
+    /** How many pods the PodGroup's gang is: Volcano's and scheduler-plugins' minMember, Kubernetes' gang minCount. */
+    static Object gangSize(GenericKubernetesResource podGroup) {
+        Object policy = spec(podGroup).get("schedulingPolicy");
+        return policy instanceof Map<?, ?> p && p.get("gang") instanceof Map<?, ?> gang ? gang.get("minCount") : spec(podGroup).get("minMember");
+    }
+
     @SuppressWarnings("unchecked")
     static Map<String, Object> spec(GenericKubernetesResource podGroup) {
         return (Map<String, Object>) podGroup.getAdditionalProperties().get("spec");
@@ -243,6 +263,28 @@ class GangSchedulingIT extends OwnOperators {
     }
 
     /**
+     * Kubernetes' own gang scheduling (the Workload API, beta in 1.37; the test control plane turns its feature gate
+     * on): the default kube-scheduler, no second scheduler to run; the PodGroup a gang of two, disrupted as one.
+     */
+    @Test
+    void withKubernetesOwnGangSchedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
+        try (OperatorProcess operator = kubernetesGangOperator()) {
+            OperatorHarness cluster = install.harness("kubernetes-gang");
+            oneRunsWholeAndTheOtherWaits(cluster, GangSchedulers.KUBERNETES_POD_GROUPS, "default-scheduler",
+                    Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 2)), "disruptionMode", Map.of("all", Map.of())));
+        }
+    }
+
+    /** The operator with {@code kubernetes} as its gang scheduler and the RBAC of its overlay; skipped where the API is not served. */
+    static OperatorProcess kubernetesGangOperator() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(admin.getApiGroups().getGroups().stream().anyMatch(g -> g.getName().equals("scheduling.k8s.io")
+                && g.getVersions().stream().anyMatch(v -> v.getVersion().equals("v1beta1"))),
+                "this cluster does not serve scheduling.k8s.io/v1beta1 (Kubernetes 1.37 with the GenericWorkload feature gate)");
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/kubernetes/rbac.yaml").orFail();
+        return install.newOperator(Map.of("torchjob.gang-scheduler-name", "kubernetes"), true);
+    }
+
+    /**
      * Jobs a and b submitted while the nodes are full: each gets its PodGroup, its pods go to the gang
      * scheduler and none is placed; once the nodes are free one job runs whole and the other has no pod
      * placed; once the first ends (its PodGroup deleted with its end) the second runs whole.
@@ -255,7 +297,9 @@ class GangSchedulingIT extends OwnOperators {
         for (String job : List.of("a", "b")) {
             GenericKubernetesResource podGroup = await().atMost(WAIT).until(
                     () -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(job).get(), pg -> pg != null);
-            assertEquals(podGroupSpec, podGroup.getAdditionalProperties().get("spec"));
+            Map<?, ?> spec = (Map<?, ?>) podGroup.getAdditionalProperties().get("spec");
+            assertEquals(podGroupSpec, spec.entrySet().stream().filter(e -> podGroupSpec.containsKey(e.getKey()) || !e.getKey().equals("priority"))
+                    .collect(java.util.stream.Collectors.toMap(e -> e.getKey(), e -> e.getValue())), "as applied (the API server's priority aside)");
         }
         cluster.awaitPodNames("a-master-0", "a-worker-0", "b-master-0", "b-worker-0", "blocker-kwok-node-6", "blocker-kwok-node-7");
         for (String pod : List.of("a-master-0", "a-worker-0", "b-master-0", "b-worker-0")) {
