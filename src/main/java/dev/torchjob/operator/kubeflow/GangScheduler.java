@@ -74,8 +74,16 @@ public sealed interface GangScheduler {
     /** Whether the job's pods wait for the observed PodGroup (none observed yet: they do where the scheduler admits groups first). */
     boolean holdsPods(Optional<GenericKubernetesResource> observed);
 
-    /** What the pod needs to be scheduled as one of the job's gang. */
-    void decorate(Pod pod, String jobName, String replicaType);
+    /** What the pod needs to be scheduled as one of the job's gang (the job's PodGroup as observed, if made). */
+    void decorate(Pod pod, PyTorchJob job, String replicaType, Optional<GenericKubernetesResource> observed);
+
+    /**
+     * The replica types whose template names a priority class other than the gang's, where the scheduler places
+     * a gang at one priority only; their pods get the gang's.
+     */
+    default List<String> typesWithAnotherPriority(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+        return List.of();
+    }
 
     /** The PodGroup the job should have: its metadata (the job's annotations, labels, owner) and spec. */
     default GenericKubernetesResource podGroup(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
@@ -153,7 +161,8 @@ public sealed interface GangScheduler {
         }
 
         @Override
-        public void decorate(Pod pod, String jobName, String replicaType) {
+        public void decorate(Pod pod, PyTorchJob job, String replicaType, Optional<GenericKubernetesResource> observed) {
+            String jobName = job.getMetadata().getName();
             nameScheduler(pod);
             Map<String, String> annotations = pod.getMetadata().getAnnotations() == null ? new LinkedHashMap<>()
                     : new LinkedHashMap<>(pod.getMetadata().getAnnotations());
@@ -194,11 +203,11 @@ public sealed interface GangScheduler {
         }
 
         @Override
-        public void decorate(Pod pod, String jobName, String replicaType) {
+        public void decorate(Pod pod, PyTorchJob job, String replicaType, Optional<GenericKubernetesResource> observed) {
             nameScheduler(pod);
             Map<String, String> labels = pod.getMetadata().getLabels() == null ? new LinkedHashMap<>()
                     : new LinkedHashMap<>(pod.getMetadata().getLabels());
-            labels.put(PLUGINS_GROUP_LABEL, jobName);
+            labels.put(PLUGINS_GROUP_LABEL, job.getMetadata().getName());
             pod.getMetadata().setLabels(labels);
         }
     }
@@ -245,9 +254,33 @@ public sealed interface GangScheduler {
             spec.put("schedulingPolicy", Map.of("gang", Map.of("minCount", policy.minMember(job))));
             if (observed.isEmpty()) {
                 spec.put("disruptionMode", Map.of("all", Map.of()));
-                policy.priorityClass().ifPresent(priorityClass -> spec.put("priorityClassName", priorityClass));
+                priorityClass(job, observed).ifPresent(priorityClass -> spec.put("priorityClassName", priorityClass));
             }
             return spec;
+        }
+
+        /**
+         * The gang's one priority class (kube-scheduler places no PodGroup whose pods' priority differs from its
+         * own): the PodGroup's once made (it cannot change), else {@code schedulingPolicy.priorityClass}, else
+         * the first a template names, Master's first; empty for none.
+         */
+        static Optional<String> priorityClass(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+            if (observed.isPresent()) {
+                Object made = specOf(observed.get()).get("priorityClassName");
+                return made instanceof String s && !s.isEmpty() ? Optional.of(s) : Optional.empty();
+            }
+            return SchedulingPolicy.of(job).priorityClass().or(() -> ReplicaTypes.of(job.getSpec()).values().stream()
+                    .map(spec -> PodTemplateParser.parse(spec.template).getSpec().getPriorityClassName())
+                    .filter(name -> name != null && !name.isEmpty()).findFirst());
+        }
+
+        @Override
+        public List<String> typesWithAnotherPriority(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
+            String gang = priorityClass(job, observed).orElse("");
+            return ReplicaTypes.of(job.getSpec()).entrySet().stream().filter(e -> {
+                String named = PodTemplateParser.parse(e.getValue().template).getSpec().getPriorityClassName();
+                return !gang.equals(named == null ? "" : named);
+            }).map(Map.Entry::getKey).toList();
         }
 
         @Override
@@ -256,10 +289,15 @@ public sealed interface GangScheduler {
         }
 
         @Override
-        public void decorate(Pod pod, String jobName, String replicaType) {
+        public void decorate(Pod pod, PyTorchJob job, String replicaType, Optional<GenericKubernetesResource> observed) {
             nameScheduler(pod);
             // Kubernetes 1.37's PodSpec field, newer than the client's model: written as the API has it.
-            pod.getSpec().setAdditionalProperty("schedulingGroup", Map.of("podGroupName", jobName));
+            pod.getSpec().setAdditionalProperty("schedulingGroup", Map.of("podGroupName", job.getMetadata().getName()));
+            Optional<String> gang = priorityClass(job, observed);
+            if (!gang.equals(Optional.ofNullable(pod.getSpec().getPriorityClassName()).filter(name -> !name.isEmpty()))) {
+                pod.getSpec().setPriorityClassName(gang.orElse(null));
+                pod.getSpec().setPriority(null); // the API server resolves it from the class
+            }
         }
     }
 

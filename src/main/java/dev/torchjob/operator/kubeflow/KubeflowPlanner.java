@@ -125,13 +125,18 @@ public final class KubeflowPlanner {
                     : QueueAdmission.PodAdmission.NONE;
             for (var request : decision.podsToCreate()) {
                 Pod pod = templates.pod(request.slot());
-                gangScheduler.ifPresent(scheduler -> scheduler.decorate(pod, job.getMetadata().getName(), request.slot().type()));
+                gangScheduler.ifPresent(scheduler -> scheduler.decorate(pod, job, request.slot().type(), gang.podGroup()));
                 podsToCreate.add(admission.admit(request.slot().type(), pod));
             }
             gangScheduler.map(scheduler -> scheduler.typesWithAnotherScheduler(job)).filter(types -> !types.isEmpty() && !podsToCreate.isEmpty())
                     .ifPresent(types -> events.add(Plan.JobEvent.warning("SetPodTemplateSchedulerName", "Another scheduler is specified in "
                             + String.join(" and ", types) + "'s template when gang-scheduling is enabled and it will not be overwritten;"
                             + " those pods are not gang-scheduled")));
+            gangScheduler.map(scheduler -> scheduler.typesWithAnotherPriority(job, gang.podGroup())).filter(types -> !types.isEmpty()
+                    && !podsToCreate.isEmpty()).ifPresent(types -> events.add(Plan.JobEvent.warning("SetPodTemplatePriorityClassName",
+                            "A gang is scheduled at one priority: " + String.join(" and ", types) + "'s pods get the PodGroup's priority class ("
+                            + Optional.ofNullable(podsToCreate.get(0).getSpec().getPriorityClassName()).orElse("none")
+                            + ") in place of their template's")));
             if (decision.createService()) {
                 topology.slots().stream().filter(slot -> !services.contains(slot.podName())).forEach(slot -> servicesToCreate.add(templates.service(slot)));
             }

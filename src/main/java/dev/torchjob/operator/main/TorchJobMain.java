@@ -49,8 +49,8 @@ public class TorchJobMain {
             The operator's settings are environment variables (or -D properties), read at start:
               QUARKUS_HTTP_PORT                        health and metrics port (8080; 0 for any free one)
               TORCHJOB_KUBEFLOW_ENABLED                also run kubeflow.org/v1 PyTorchJob (false)
-              TORCHJOB_GANG_SCHEDULER_NAME             gang-schedule PyTorchJobs: volcano, or a scheduler-plugins
-                                                       scheduler's name (none)
+              TORCHJOB_GANG_SCHEDULER_NAME             gang-schedule PyTorchJobs: volcano, kubernetes (its own,
+                                                       1.37+), or a scheduler-plugins scheduler's name (none)
               TORCHJOB_LEADER_ELECTION_ENABLED         one of several replicas works at a time (false)
               QUARKUS_OPERATOR_SDK_CONTROLLERS_PYTORCHTRAININGJOB_NAMESPACES
                                                        namespaces to watch (all)

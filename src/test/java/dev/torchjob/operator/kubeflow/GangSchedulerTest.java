@@ -132,6 +132,54 @@ class GangSchedulerTest {
         assertEquals("batch", spec.get("queue"));
     }
 
+    /** A job whose Master alone names a priority class (scheduled first, as users write it for Volcano). */
+    static PyTorchJob mixedPriorities(String runPolicy) {
+        return KubeflowModelTest.parse(mixedPrioritiesYaml(runPolicy));
+    }
+
+    static String mixedPrioritiesYaml(String runPolicy) {
+        return """
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: j}
+                spec:
+                  runPolicy: %s
+                  pytorchReplicaSpecs:
+                    Master: {template: {spec: {priorityClassName: high, containers: [{name: pytorch, image: x}]}}}
+                    Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: x}]}}}
+                """.formatted(runPolicy);
+    }
+
+    /**
+     * kube-scheduler places no PodGroup whose pods' priority differs from its own ("all pods in a single pod group
+     * should have the same priority"), and retries it forever: the gang gets one class and every pod has it.
+     */
+    @Test
+    void kubernetesGangIsScheduledAtOnePriority() {
+        GangScheduler kubernetes = new GangScheduler.Kubernetes();
+        PyTorchJob job = mixedPriorities("{}");
+        assertEquals("high", spec(kubernetes.podGroup(job, Optional.empty())).get("priorityClassName"), "the first a template names");
+        assertEquals(List.of("Worker"), kubernetes.typesWithAnotherPriority(job, Optional.empty()));
+        Map<String, Pod> pods = KubeflowPodsTest.pods(job);
+        pods.forEach((name, pod) -> kubernetes.decorate(pod, job, name.contains("master") ? "Master" : "Worker", Optional.empty()));
+        assertTrue(pods.values().stream().allMatch(pod -> "high".equals(pod.getSpec().getPriorityClassName())), "every pod at the gang's");
+
+        PyTorchJob given = mixedPriorities("{schedulingPolicy: {priorityClass: batch}}");
+        assertEquals("batch", spec(kubernetes.podGroup(given, Optional.empty())).get("priorityClassName"), "schedulingPolicy's first");
+        assertEquals(List.of("Master", "Worker"), kubernetes.typesWithAnotherPriority(given, Optional.empty()));
+
+        GenericKubernetesResource made = observed(null, Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 3)), "priority", 0));
+        Pod master = KubeflowPodsTest.pods(job).get("j-master-0");
+        kubernetes.decorate(master, job, "Master", Optional.of(made));
+        assertNull(master.getSpec().getPriorityClassName(), "a PodGroup made without a class keeps none, and so do its pods");
+        assertEquals(List.of("Master"), kubernetes.typesWithAnotherPriority(job, Optional.of(made)));
+
+        PyTorchJob none = job("{}");
+        assertFalse(spec(kubernetes.podGroup(none, Optional.empty())).containsKey("priorityClassName"));
+        assertEquals(List.of(), kubernetes.typesWithAnotherPriority(none, Optional.empty()), "nothing to say");
+        assertEquals(List.of(), new GangScheduler.Volcano().typesWithAnotherPriority(job, Optional.empty()), "Volcano orders tasks by them");
+    }
+
     @Test
     void volcanoHoldsThePodsUntilItTakesTheGroupInAndSchedulerPluginsNever() {
         GangScheduler volcano = new GangScheduler.Volcano();
@@ -148,17 +196,17 @@ class GangSchedulerTest {
         PyTorchJob job = job("{}");
         Map<String, Pod> pods = KubeflowPodsTest.pods(job);
         Pod worker = pods.get("j-worker-1");
-        new GangScheduler.Volcano().decorate(worker, "j", "Worker");
+        new GangScheduler.Volcano().decorate(worker, job, "Worker", Optional.empty());
         assertEquals("volcano", worker.getSpec().getSchedulerName());
         assertEquals("j", worker.getMetadata().getAnnotations().get("scheduling.k8s.io/group-name"));
         assertEquals("worker", worker.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
         Pod master = pods.get("j-master-0");
-        new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler").decorate(master, "j", "Master");
+        new GangScheduler.SchedulerPlugins("scheduler-plugins-scheduler").decorate(master, job, "Master", Optional.empty());
         assertEquals("scheduler-plugins-scheduler", master.getSpec().getSchedulerName());
         assertEquals("j", master.getMetadata().getLabels().get("scheduling.x-k8s.io/pod-group"));
         assertNull(master.getMetadata().getAnnotations() == null ? null : master.getMetadata().getAnnotations().get("volcano.sh/task-spec"));
         Pod worker0 = pods.get("j-worker-0");
-        new GangScheduler.Kubernetes().decorate(worker0, "j", "Worker");
+        new GangScheduler.Kubernetes().decorate(worker0, job, "Worker", Optional.empty());
         assertEquals("default-scheduler", worker0.getSpec().getSchedulerName());
         assertEquals(Map.of("podGroupName", "j"), worker0.getSpec().getAdditionalProperties().get("schedulingGroup"));
         assertTrue(io.fabric8.kubernetes.client.utils.Serialization.asJson(worker0).contains("\"schedulingGroup\":{\"podGroupName\":\"j\"}"),
@@ -171,7 +219,7 @@ class GangSchedulerTest {
         GangScheduler volcano = new GangScheduler.Volcano();
         assertEquals(List.of("Master"), volcano.typesWithAnotherScheduler(job));
         Pod master = KubeflowPodsTest.pods(job).get("j-master-0");
-        volcano.decorate(master, "j", "Master");
+        volcano.decorate(master, job, "Master", Optional.empty());
         assertEquals("my-scheduler", master.getSpec().getSchedulerName(), "kept, as Kubeflow keeps it");
     }
 }

@@ -202,6 +202,16 @@ class KubeflowGangSchedulingTest {
     }
 
     @Test
+    void underKubernetesATemplatesOtherPriorityClassIsTheGangsAndIsSaid() {
+        KubeflowCluster cluster = new KubeflowCluster(GangSchedulerTest.mixedPrioritiesYaml("{}"));
+        cluster.gangScheduler = Optional.of(new GangScheduler.Kubernetes());
+        Plan<PyTorchJobStatus> plan = cluster.reconcile();
+        assertTrue(plan.podsToCreate().stream().allMatch(p -> "high".equals(p.getSpec().getPriorityClassName())));
+        assertEquals(List.of("A gang is scheduled at one priority: Worker's pods get the PodGroup's priority class (high) in place of"
+                + " their template's"), events(plan, "SetPodTemplatePriorityClassName").stream().map(Plan.JobEvent::message).toList());
+    }
+
+    @Test
     void aTemplateNamingAnotherSchedulerKeepsItAndIsSaid() {
         KubeflowCluster cluster = new KubeflowCluster(GangSchedulerTest.ANOTHER_SCHEDULER);
         cluster.gangScheduler = Optional.of(new GangScheduler.SchedulerPlugins("sp"));
