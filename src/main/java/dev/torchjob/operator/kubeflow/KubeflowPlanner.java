@@ -168,7 +168,8 @@ public final class KubeflowPlanner {
                     apply.add(podGroup);
                 }
             } else if (model.problem().isEmpty()) {
-                gang.podGroup().ifPresent(delete::add);
+                // Kubernetes' PodGroup stays, terminating, until no running pod names it: deleted once, not every pass.
+                gang.podGroup().filter(podGroup -> podGroup.getMetadata().getDeletionTimestamp() == null).ifPresent(delete::add);
             }
         }
 

@@ -217,8 +217,8 @@ public final class ControlPlane {
         start("kube-controller-manager", List.of(bin.resolve("kube-controller-manager").toString(),
                 "--kubeconfig=" + adminKubeconfig,
                 "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,resourcequota-controller,"
-                        + "clusterrole-aggregation-controller",
-                "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"));
+                        + "clusterrole-aggregation-controller,podgroup-protection-controller",
+                "--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400", WORKLOAD_API_GATE));
         start("kube-scheduler", List.of(bin.resolve("kube-scheduler").toString(),
                 "--kubeconfig=" + adminKubeconfig, "--leader-elect=false", "--secure-port=0",
                 "--kube-api-qps=500", "--kube-api-burst=1000", WORKLOAD_API_GATE));
@@ -250,7 +250,8 @@ public final class ControlPlane {
 
     /**
      * Kubernetes' own gang scheduling, the Workload API (beta in 1.37, off by default), as a platform team turns it
-     * on: the feature gate on the API server and the scheduler, its API group version served. Pods that name no
+     * on: the feature gate on the API server, the scheduler and the controller manager (whose PodGroup protection
+     * controller lets a PodGroup go once no running pod names it), its API group version served. Pods that name no
      * PodGroup are scheduled as before.
      */
     static final String WORKLOAD_API_GATE = "--feature-gates=GenericWorkload=true";

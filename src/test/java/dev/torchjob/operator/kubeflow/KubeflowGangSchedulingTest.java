@@ -201,6 +201,20 @@ class KubeflowGangSchedulingTest {
                 events(plan, "SchedulerUnavailable").stream().map(Plan.JobEvent::message).toList());
     }
 
+    /** Kubernetes' PodGroup stays, terminating, while a running pod names it: the operator asks for its deletion once. */
+    @Test
+    void aPodGroupAlreadyTerminatingIsNotDeletedAgain() {
+        KubeflowCluster cluster = job(new GangScheduler.Kubernetes(), "{}");
+        cluster.started();
+        cluster.exit("j-master-0", 0);
+        var made = cluster.podGroup;
+        Plan<PyTorchJobStatus> ended = cluster.reconcile();
+        assertEquals(1, ended.objectsToDelete().size(), "the end deletes the PodGroup");
+        made.getMetadata().setDeletionTimestamp("2026-12-02T20:00:00Z");
+        cluster.podGroup = made; // the API server keeps it: a worker still runs
+        assertEquals(List.of(), cluster.reconcile().objectsToDelete(), "terminating: asked once");
+    }
+
     @Test
     void underKubernetesATemplatesOtherPriorityClassIsTheGangsAndIsSaid() {
         KubeflowCluster cluster = new KubeflowCluster(GangSchedulerTest.mixedPrioritiesYaml("{}"));

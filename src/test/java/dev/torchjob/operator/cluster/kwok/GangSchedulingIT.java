@@ -264,14 +264,16 @@ class GangSchedulingIT extends OwnOperators {
 
     /**
      * Kubernetes' own gang scheduling (the Workload API, beta in 1.37; the test control plane turns its feature gate
-     * on): the default kube-scheduler, no second scheduler to run; the PodGroup a gang of two, disrupted as one.
+     * on): the default kube-scheduler, no second scheduler to run; the PodGroup a gang of two, disrupted as one, at the
+     * master's priority class, which the worker's pods then get too (kube-scheduler places a gang at one priority).
      */
     @Test
     void withKubernetesOwnGangSchedulingOneJobRunsWholeAndTheOtherHasNoPodPlacedUntilTheFirstEnds() throws Exception {
         try (OperatorProcess operator = kubernetesGangOperator()) {
             OperatorHarness cluster = install.harness("kubernetes-gang");
             oneRunsWholeAndTheOtherWaits(cluster, GangSchedulers.KUBERNETES_POD_GROUPS, "default-scheduler",
-                    Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 2)), "disruptionMode", Map.of("all", Map.of())));
+                    Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 2)), "disruptionMode", Map.of("all", Map.of()),
+                            "priorityClassName", "gang-test-master"));
         }
     }
 
@@ -326,8 +328,11 @@ class GangSchedulingIT extends OwnOperators {
         cluster.awaitState(first, "Running");
         kubelet.exit(first + "-master-0", 0);
         cluster.awaitState(first, "Succeeded");
-        await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get() == null);
+        // Volcano's and scheduler-plugins' PodGroup goes at once; Kubernetes' stays, terminating, while a running pod names it.
+        await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get(),
+                podGroup -> podGroup == null || podGroup.getMetadata().getDeletionTimestamp() != null);
         kubelet.exit(first + "-worker-0", 0);
+        await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get() == null);
         await().atMost(WAIT).until(() -> placed(cluster, second + "-master-0") && placed(cluster, second + "-worker-0"));
         kubelet.run(second + "-master-0");
         kubelet.run(second + "-worker-0");
