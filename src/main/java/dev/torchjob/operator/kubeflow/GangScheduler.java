@@ -59,7 +59,7 @@ public sealed interface GangScheduler {
         return schedulerName();
     }
 
-    /** The install's overlay for this scheduler: kubernetes/kubeflow/NAME/ (its RBAC for the PodGroups). */
+    /** The install's overlay for this scheduler: kubernetes/gang-scheduling/NAME/ (its RBAC for the PodGroups). */
     String overlay();
 
     /** The schedulerName the job's pods get. */

@@ -67,7 +67,7 @@ public class GangPodGroups {
         Optional<String> denied = deniedWatching(kind, context.getControllerConfiguration().getInformerConfig().getNamespaces());
         if (denied.isPresent()) {
             LOG.errorf("torchjob.gang-scheduler-name=%s: the operator may not %s; PyTorchJobs wait, creating no pods, until its RBAC"
-                    + " grants it (kubernetes/kubeflow/%s/rbac.yaml, or the Helm value kubeflow.gangSchedulerName) and the operator is"
+                    + " grants it (kubernetes/gang-scheduling/%s/rbac.yaml, or the Helm value kubeflow.gangSchedulerName) and the operator is"
                     + " restarted", scheduler.get().setting(), denied.get(), scheduler.get().overlay());
             return Optional.empty();
         }

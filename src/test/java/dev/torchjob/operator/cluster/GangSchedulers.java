@@ -51,7 +51,7 @@ public final class GangSchedulers implements AutoCloseable {
             cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
                     module.resolve("config/crd/volcano/bases").toString()).orFail();
             // The operator's PodGroup RBAC, as the install's overlay for this scheduler grants it.
-            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/volcano/rbac.yaml").orFail();
+            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/gang-scheduling/volcano/rbac.yaml").orFail();
             String kubeconfig = "--kubeconfig=" + cluster.adminKubeconfig;
             int schedulerHealth = ListenPorts.free();
             cluster.start("vc-scheduler", List.of(bin.resolve("scheduler").toString(), kubeconfig, "--leader-elect=false",
@@ -87,7 +87,7 @@ public final class GangSchedulers implements AutoCloseable {
         try {
             cluster.kubectl().run("apply", "--server-side", "--force-conflicts", "-f",
                     module.resolve("manifests/coscheduling/crd.yaml").toString()).orFail();
-            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/scheduler-plugins/rbac.yaml").orFail();
+            cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/gang-scheduling/scheduler-plugins/rbac.yaml").orFail();
             Path config = cluster.work.resolve("coscheduling.yaml");
             java.nio.file.Files.writeString(config, """
                     apiVersion: kubescheduler.config.k8s.io/v1

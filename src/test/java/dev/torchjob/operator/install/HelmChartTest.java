@@ -173,8 +173,8 @@ class HelmChartTest {
         granted.addAll(grants(clusterReads.getRules()));
         Set<String> manifests = new HashSet<>(grants(only(load("base/rbac.yaml"), ClusterRole.class).getRules()));
         manifests.addAll(grants(only(load("kubeflow/rbac.yaml"), ClusterRole.class).getRules()));
-        manifests.addAll(grants(only(load("kubeflow/volcano/rbac.yaml"), ClusterRole.class).getRules()));
-        assertEquals(manifests, granted, "kubernetes/base/rbac.yaml and kubernetes/kubeflow/{,volcano/}rbac.yaml, split by scope");
+        manifests.addAll(grants(only(load("gang-scheduling/volcano/rbac.yaml"), ClusterRole.class).getRules()));
+        assertEquals(manifests, granted, "kubernetes/base/rbac.yaml, kubernetes/kubeflow/rbac.yaml and kubernetes/gang-scheduling/volcano/rbac.yaml, split by scope");
         assertTrue(grants(clusterReads.getRules()).stream().allMatch(g -> g.endsWith(":get") || g.endsWith(":list") || g.endsWith(":watch")),
                 "nothing but reads cluster-wide");
 
@@ -252,9 +252,9 @@ class HelmChartTest {
         List<HasMetadata> chart = HelmChart.render(null, Map.of("kubeflow.enabled", true, "kubeflow.gangSchedulerName", setting));
         assertEquals(setting, env(only(chart, Deployment.class).getSpec().getTemplate().getSpec().getContainers().get(0))
                 .get("TORCHJOB_GANG_SCHEDULER_NAME"));
-        Set<String> overlays = grants(only(load("kubeflow/" + overlay + "/rbac.yaml"), ClusterRole.class).getRules());
+        Set<String> overlays = grants(only(load("gang-scheduling/" + overlay + "/rbac.yaml"), ClusterRole.class).getRules());
         assertTrue(grants(operatorsRole(chart).getRules()).containsAll(overlays), overlays.toString());
-        assertTrue(Files.readString(Path.of("kubernetes/kubeflow", overlay, "kustomization.yaml"))
+        assertTrue(Files.readString(Path.of("kubernetes/gang-scheduling", overlay, "kustomization.yaml"))
                 .contains("name: TORCHJOB_GANG_SCHEDULER_NAME\n          value: " + setting + "\n"), "the overlay sets the same");
     }
 

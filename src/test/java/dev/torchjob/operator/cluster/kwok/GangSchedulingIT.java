@@ -282,7 +282,7 @@ class GangSchedulingIT extends OwnOperators {
         org.junit.jupiter.api.Assumptions.assumeTrue(admin.getApiGroups().getGroups().stream().anyMatch(g -> g.getName().equals("scheduling.k8s.io")
                 && g.getVersions().stream().anyMatch(v -> v.getVersion().equals("v1beta1"))),
                 "this cluster does not serve scheduling.k8s.io/v1beta1 (Kubernetes 1.37 with the GenericWorkload feature gate)");
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/kubeflow/kubernetes/rbac.yaml").orFail();
+        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/gang-scheduling/kubernetes/rbac.yaml").orFail();
         return install.newOperator(Map.of("torchjob.gang-scheduler-name", "kubernetes"), true);
     }
 
