@@ -60,7 +60,9 @@ public sealed interface GangScheduler {
     }
 
     /** The install's overlay for this scheduler: kubernetes/gang-scheduling/NAME/ (its RBAC for the PodGroups). */
-    String overlay();
+    default String overlay() {
+        return setting();
+    }
 
     /** The schedulerName the job's pods get. */
     String schedulerName();
@@ -126,11 +128,6 @@ public sealed interface GangScheduler {
 
         @Override
         public String schedulerName() {
-            return VOLCANO;
-        }
-
-        @Override
-        public String overlay() {
             return VOLCANO;
         }
 
@@ -233,11 +230,6 @@ public sealed interface GangScheduler {
 
         @Override
         public String setting() {
-            return KUBERNETES;
-        }
-
-        @Override
-        public String overlay() {
             return KUBERNETES;
         }
 

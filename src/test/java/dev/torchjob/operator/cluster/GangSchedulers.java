@@ -114,6 +114,18 @@ public final class GangSchedulers implements AutoCloseable {
         return schedulers;
     }
 
+    /**
+     * Kubernetes' own gang scheduling: nothing to start (the control plane's scheduler, its GenericWorkload feature gate
+     * on), the operator's PodGroup RBAC of its install overlay; skipped where the API server does not serve the PodGroups.
+     */
+    public static GangSchedulers kubernetes(ControlPlane cluster) {
+        org.junit.jupiter.api.Assumptions.assumeTrue(cluster.admin().getApiGroups().getGroups().stream()
+                .anyMatch(g -> g.getName().equals("scheduling.k8s.io") && g.getVersions().stream().anyMatch(v -> v.getVersion().equals("v1beta1"))),
+                "this cluster does not serve scheduling.k8s.io/v1beta1 (Kubernetes 1.37 with the GenericWorkload feature gate)");
+        cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/gang-scheduling/kubernetes/rbac.yaml").orFail();
+        return new GangSchedulers(cluster);
+    }
+
     @Override
     public void close() {
         VOLCANO.forEach(cluster::stopProcess);

@@ -66,6 +66,11 @@ class GangSchedulerTest {
                 GangScheduler.named(Optional.of("scheduler-plugins-scheduler")));
         assertEquals(Optional.of(new GangScheduler.Kubernetes()), GangScheduler.named(Optional.of(" kubernetes ")));
         assertEquals("kubernetes", new GangScheduler.Kubernetes().setting(), "messages name the setting, not default-scheduler");
+        assertEquals(List.of("volcano", "scheduler-plugins", "kubernetes"), List.of(new GangScheduler.Volcano().overlay(),
+                new GangScheduler.SchedulerPlugins("sp").overlay(), new GangScheduler.Kubernetes().overlay()), "kubernetes/gang-scheduling/*/");
+        for (String overlay : List.of("volcano", "scheduler-plugins", "kubernetes")) {
+            assertTrue(java.nio.file.Files.exists(java.nio.file.Path.of("kubernetes/gang-scheduling", overlay, "rbac.yaml")), overlay);
+        }
     }
 
     @Test

@@ -279,10 +279,7 @@ class GangSchedulingIT extends OwnOperators {
 
     /** The operator with {@code kubernetes} as its gang scheduler and the RBAC of its overlay; skipped where the API is not served. */
     static OperatorProcess kubernetesGangOperator() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(admin.getApiGroups().getGroups().stream().anyMatch(g -> g.getName().equals("scheduling.k8s.io")
-                && g.getVersions().stream().anyMatch(v -> v.getVersion().equals("v1beta1"))),
-                "this cluster does not serve scheduling.k8s.io/v1beta1 (Kubernetes 1.37 with the GenericWorkload feature gate)");
-        install.cluster.kubectl().run("apply", "--server-side", "-f", "kubernetes/gang-scheduling/kubernetes/rbac.yaml").orFail();
+        GangSchedulers.kubernetes(install.cluster);
         return install.newOperator(Map.of("torchjob.gang-scheduler-name", "kubernetes"), true);
     }
 

@@ -1126,18 +1126,22 @@ class RealNodeFaultsIT {
     }
 
     /**
-     * A Kubeflow job (ExitCode: a master and two workers) under a real gang scheduler, worker-0 killed from the machine
-     * mid-training: one restart of the job; its PodGroup stays, and the new group, made once the old ranks are gone from
-     * the node, is handed to the scheduler again, placed whole and resumes from its checkpoint.
+     * A Kubeflow job (ExitCode: a master and two workers) under a real gang scheduler (Volcano, coscheduling, Kubernetes'
+     * own), worker-0 killed from the machine mid-training: one restart of the job; its PodGroup stays, and the new group,
+     * made once the old ranks are gone from the node, is handed to the scheduler again, placed whole and resumes from its
+     * checkpoint.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"volcano", GangSchedulers.COSCHEDULING})
+    @ValueSource(strings = {"volcano", GangSchedulers.COSCHEDULING, "kubernetes"})
     void underAGangSchedulerARankKilledMidTrainingIsOneRestartAndTheNewGroupIsPlacedWhole(String scheduler) throws Exception {
         boolean volcano = scheduler.equals("volcano");
+        boolean kubernetes = scheduler.equals("kubernetes");
         install.stopSharedOperator();
-        try (GangSchedulers gang = volcano ? GangSchedulers.volcano(install.cluster) : GangSchedulers.coscheduling(install.cluster);
+        try (GangSchedulers gang = volcano ? GangSchedulers.volcano(install.cluster) : kubernetes ? GangSchedulers.kubernetes(install.cluster)
+                : GangSchedulers.coscheduling(install.cluster);
                 OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", scheduler), true)) {
-            var podGroups = admin.genericKubernetesResources(volcano ? GangSchedulers.VOLCANO_POD_GROUPS : GangSchedulers.PLUGINS_POD_GROUPS);
+            var podGroups = admin.genericKubernetesResources(volcano ? GangSchedulers.VOLCANO_POD_GROUPS
+                    : kubernetes ? GangSchedulers.KUBERNETES_POD_GROUPS : GangSchedulers.PLUGINS_POD_GROUPS);
             String ns = install.namespace("gang");
             Path state = RealNode.STATE.resolve("markers").resolve(ns);
             kubectl.runWithInput(kubeflowJob("ExitCode", state, ", {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}", "{}"),
@@ -1151,7 +1155,7 @@ class RealNodeFaultsIT {
                     pods -> pods.size() == 3 && pods.stream().allMatch(p -> !before.contains(p.getMetadata().getUid())
                             && "Running".equals(p.getStatus().getPhase())));
             for (Pod pod : group) {
-                assertEquals(scheduler, pod.getSpec().getSchedulerName(), pod.getMetadata().getName());
+                assertEquals(kubernetes ? "default-scheduler" : scheduler, pod.getSpec().getSchedulerName(), pod.getMetadata().getName());
                 assertEquals(RealNode.NAME, pod.getSpec().getNodeName(), pod.getMetadata().getName());
             }
             assertEquals(podGroup, podGroups.inNamespace(ns).withName("kf").get().getMetadata().getUid(), "the same PodGroup");
