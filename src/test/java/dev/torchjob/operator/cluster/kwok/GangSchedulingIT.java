@@ -326,8 +326,10 @@ class GangSchedulingIT extends OwnOperators {
         kubelet.exit(first + "-master-0", 0);
         cluster.awaitState(first, "Succeeded");
         // Volcano's and scheduler-plugins' PodGroup goes at once; Kubernetes' stays, terminating, while a running pod names it.
-        await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get(),
-                podGroup -> podGroup == null || podGroup.getMetadata().getDeletionTimestamp() != null);
+        await().atMost(WAIT).until(() -> {
+            GenericKubernetesResource podGroup = admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get();
+            return podGroup == null || podGroup.getMetadata().getDeletionTimestamp() != null; // (a predicate is never asked about null)
+        });
         kubelet.exit(first + "-worker-0", 0);
         await().atMost(WAIT).until(() -> admin.genericKubernetesResources(podGroups).inNamespace(cluster.namespace).withName(first).get() == null);
         await().atMost(WAIT).until(() -> placed(cluster, second + "-master-0") && placed(cluster, second + "-worker-0"));
