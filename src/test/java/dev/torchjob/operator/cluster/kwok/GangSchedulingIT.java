@@ -43,6 +43,24 @@ class GangSchedulingIT extends OwnOperators {
         priorityClass("gang-test-master", 1000); // each test runs its own operator, with or without a gang scheduler
     }
 
+    /**
+     * A test that failed leaves nothing to fail the next (its pods would hold the two nodes, or take them once free):
+     * the namespaces of every pod of 600 CPUs go, with their jobs.
+     */
+    @org.junit.jupiter.api.AfterEach
+    void nothingOfATestIsLeft() {
+        admin.pods().inAnyNamespace().list().getItems().stream().filter(GangSchedulingIT::ofThisClass).map(p -> p.getMetadata().getNamespace())
+                .distinct().forEach(namespace -> admin.namespaces().withName(namespace).delete());
+        await().atMost(WAIT).until(() -> admin.pods().inAnyNamespace().list().getItems().stream().noneMatch(GangSchedulingIT::ofThisClass));
+    }
+
+    /** The tests' pods, and only theirs, ask for 600 CPUs. */
+    static boolean ofThisClass(Pod pod) {
+        return pod.getSpec().getContainers().stream().anyMatch(c -> c.getResources() != null && c.getResources().getRequests() != null
+                && c.getResources().getRequests().get("cpu") != null
+                && c.getResources().getRequests().get("cpu").getNumericalAmount().compareTo(java.math.BigDecimal.valueOf(600)) == 0);
+    }
+
     /** A master (priority 1000) and one worker, 600 CPUs each, only on {@link #NODES}. */
     static String job(String name) {
         String affinity = "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
