@@ -45,6 +45,11 @@ import io.fabric8.kubernetes.api.model.Pod;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KueueIT extends OwnOperators {
     static final Duration WAIT = Duration.ofSeconds(60);
+    /**
+     * Kueue's Workload as kubectl must name it where Kubernetes serves its own Workload API (1.37, GenericWorkload on):
+     * there a bare "workload" is scheduling.k8s.io's.
+     */
+    static final String KUEUE_WORKLOAD = "workloads.kueue.x-k8s.io";
     /** Kueue's message while a Workload waits for quota. */
     static final String NO_QUOTA = "insufficient unused quota";
     /** Installed by the first test (which needs a cluster without it first), or by whichever test runs alone. */
@@ -174,14 +179,14 @@ class KueueIT extends OwnOperators {
 
             // Deactivating a Workload (spec.active=false) evicts its job the same way; reactivating it lets it queue again.
             String urgent = workloadOf(cluster, "urgent").getMetadata().getName();
-            install.cluster.kubectl().run("patch", "workload", urgent, "-n", cluster.namespace, "--type=merge",
+            install.cluster.kubectl().run("patch", KUEUE_WORKLOAD, urgent, "-n", cluster.namespace, "--type=merge",
                     "-p", "{\"spec\":{\"active\":false}}").orFail();
             await().atMost(WAIT).until(() -> uids(cluster, "urgent-").isEmpty());
             PyTorchTrainingJob deactivated = cluster.awaitPhase("urgent", JobPhase.Pending);
             assertTrue(Objects.toString(messageOf(deactivated, JobCondition.QUEUED), "").contains("deactivated"),
                     messageOf(deactivated, JobCondition.QUEUED));
             assertEquals(0, Objects.requireNonNullElse(deactivated.getStatus().backoffCount, 0), "nothing counted");
-            install.cluster.kubectl().run("patch", "workload", urgent, "-n", cluster.namespace, "--type=merge",
+            install.cluster.kubectl().run("patch", KUEUE_WORKLOAD, urgent, "-n", cluster.namespace, "--type=merge",
                     "-p", "{\"spec\":{\"active\":true}}").orFail();
             cluster.awaitJob("urgent", j -> Objects.toString(messageOf(j, JobCondition.QUEUED), "").contains(NO_QUOTA)
                     || j.getStatus().phase == JobPhase.Running || !uids(cluster, "urgent-").isEmpty());
@@ -237,7 +242,7 @@ class KueueIT extends OwnOperators {
                 // The queued job deleted; then the running one's Workload first and the job a moment later.
                 kubectl.run("delete", "pytorchjob", queued, "-n", ns, "--wait=false").orFail();
                 String runningWorkload = workloadOf(cluster, running).getMetadata().getName();
-                kubectl.run("delete", "workload", runningWorkload, "-n", ns, "--wait=false").orFail();
+                kubectl.run("delete", KUEUE_WORKLOAD, runningWorkload, "-n", ns, "--wait=false").orFail();
                 Thread.sleep(200);
                 kubectl.run("delete", "pytorchtrainingjob", running, "-n", ns, "--wait=false").orFail();
                 await().atMost(Duration.ofSeconds(15)).until(() -> workloads(ns).isEmpty());
@@ -381,7 +386,7 @@ class KueueIT extends OwnOperators {
             assertTrue(table.contains("team-a-user-queue"), table);
             assertTrue(kubectl.run("get", "pj", "queued-ddp", "-n", cluster.namespace, "-o", "wide").orFail().out()
                     .contains("team-a-user-queue"), "LOCALQUEUE");
-            await().atMost(WAIT).until(() -> kubectl.run("get", "workloads", "-n", cluster.namespace).out().contains("queued-pytorchjob"));
+            await().atMost(WAIT).until(() -> kubectl.run("get", KUEUE_WORKLOAD, "-n", cluster.namespace).out().contains("queued-pytorchjob"));
             await().atMost(WAIT).until(() -> names(cluster, "queued-pytorchjob-").size() == 3);
             cluster.runAll();
             cluster.awaitState("queued-pytorchjob", "Running");

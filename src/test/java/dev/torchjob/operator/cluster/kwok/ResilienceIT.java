@@ -393,10 +393,12 @@ class ResilienceIT extends OwnOperators {
             }
             // Each job says the webhook's words in a Warning event (one per distinct error; the condition holds the
             // latest, which a connection closed under a call can briefly replace: fabric8io/kubernetes-client#7450).
-            Set<String> said = refused.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())
+            // The event is written beside the status, not before it: looked for until it is there.
+            java.util.function.Supplier<Set<String>> said = () -> refused.events().stream().filter(e -> "FailedCreatePod".equals(e.getReason())
                     && e.getMessage().contains("failed calling webhook \"pods.policy.example\""))
                     .map(e -> e.getInvolvedObject().getName()).collect(Collectors.toSet());
-            assertEquals(refusedJobs, said.size(), "every refused job says why: " + said);
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() -> said.get().size() == refusedJobs);
+            assertEquals(refusedJobs, said.get().size(), "every refused job says why: " + said.get());
             // Retrying a 500, the HTTP client closes a pooled connection another call may already be using
             // (eclipse-vertx/vert.x#6294): such a call is asked again, and never said.
             assertEquals(List.of(), refused.events().stream().filter(e -> e.getMessage().contains("Connection was closed"))
