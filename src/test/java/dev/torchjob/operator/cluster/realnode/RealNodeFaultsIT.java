@@ -1012,21 +1012,8 @@ class RealNodeFaultsIT {
     @Test
     void aTorchrunRanksWorkerKilledMidTrainingIsOneRestartUnderExitCodeThoughTorchrunExitsWithOne() {
         String ns = install.namespace("torchrun-killed");
-        Path state = RealNode.STATE.resolve("markers").resolve(ns);
-        String workers = replica("worker", "ExitCode", """
-                command: [python]
-                args: [/workspace/train.py]
-                workingDir: /state
-                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
-                resources: {requests: {cpu: 250m}}
-                volumeMounts: [{name: state, mountPath: /state}]
-                """.formatted(EPOCHS), state(state)).replace("replicas: 1", "replicas: 2");
-        String job = RealNodeJobs.t9kJob("tr", "backoffLimit: 2", workers).replace("  runPolicy: {", "  torchrunConfig: {enabled: true, "
-                + "maxRestarts: 0, procPerNode: \"1\", rdzvBackend: c10d, extraOptions: [--monitor_interval=0.1]}\n  runPolicy: {");
-        kubectl.runWithInput(job, "apply", "-n", ns, "-f", "-").orFail();
-        // Rank 0, which prints the epochs, is whichever agent joined the rendezvous first.
-        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> List.of("tr-worker-0", "tr-worker-1")
-                .stream().anyMatch(pod -> kubectl.run("logs", "-n", ns, pod).out().contains("epoch 3/" + EPOCHS)));
+        kubectl.runWithInput(t9kTorchrunJob(ns, EPOCHS, 0), "apply", "-n", ns, "-f", "-").orFail();
+        awaitLoggedByEitherWorker(ns, "epoch 3/" + EPOCHS);
         Set<String> before = podUids(ns);
         Instant fault = killTorchrunsWorkerFromTheMachine(ns, "tr-worker-1");
         PyTorchTrainingJob done = awaitT9k(ns, "tr", JobPhase.Succeeded);
@@ -1043,6 +1030,72 @@ class RealNodeFaultsIT {
         assertTrue(logs.matches("(?s).*rank 0: resuming at epoch \\d+ from /state/checkpoint.pt.*"), logs);
         assertTrue(podUids(ns).stream().noneMatch(before::contains), "no pod of the old group is left");
         recordTimeToTrainAgain(ns, fault, "tr-worker-0", "tr-worker-1");
+    }
+
+    /**
+     * T9k's torchrun job as its seed writes it, with restarts of torchrun's own ({@code maxRestarts}, 10 in the seed;
+     * 1 here): a worker SIGKILLed mid-training is restarted by torchrun, not by the operator. Both agents form a new
+     * rendezvous round in the same pods and training resumes from the checkpoint, nothing counted, no pod replaced.
+     * Killed again once torchrun has no restart left, torchrun exits 1 and the operator restarts the job once, named
+     * by that second kill.
+     */
+    @Test
+    void aTorchrunRanksWorkerKilledIsRestartedByTorchrunWhileItHasRestartsThenOnceByTheOperator() {
+        String ns = install.namespace("torchrun-restarts");
+        kubectl.runWithInput(t9kTorchrunJob(ns, STOPPED_THROUGH_THE_API_EPOCHS, 1), "apply", "-n", ns, "-f", "-").orFail();
+        awaitLoggedByEitherWorker(ns, "epoch 3/" + STOPPED_THROUGH_THE_API_EPOCHS);
+        Set<String> pods = podUids(ns);
+        Instant fault = killTorchrunsWorkerFromTheMachine(ns, "tr-worker-1");
+        awaitLoggedByEitherWorker(ns, "resuming at epoch");
+        System.out.printf("real node, torchrun with a restart of its own, a worker SIGKILLed: training again %d ms after%n",
+                Duration.between(fault, RealNodeJobs.loggedAt(ns, rankZero(ns), "resuming at epoch")).toMillis());
+        PyTorchTrainingJob running = admin.resources(PyTorchTrainingJob.class).inNamespace(ns).withName("tr").get();
+        assertEquals(JobPhase.Running, running.getStatus().phase, "torchrun's restart is not the job's");
+        assertEquals(0, running.getStatus().backoffCount, events(ns, null).toString());
+        assertEquals(pods, podUids(ns), "the same pods");
+        assertTrue(events(ns, "JobRestarting").isEmpty(), events(ns, null).toString());
+        for (String pod : List.of("tr-worker-0", "tr-worker-1")) {
+            assertEquals(0, admin.pods().inNamespace(ns).withName(pod).get().getStatus().getContainerStatuses().get(0).getRestartCount(),
+                    pod + "'s torchrun kept running");
+        }
+        // The resumed training past its first epoch (printed only once saved: never before the fault), then the same
+        // fault with no restart of torchrun's left.
+        String resumed = logs(ns, rankZero(ns)).lines().filter(l -> l.contains("resuming at epoch")).findFirst().orElseThrow();
+        String epoch = resumed.replaceAll(".*resuming at epoch (\\d+) .*", "$1");
+        awaitLoggedByEitherWorker(ns, "epoch " + epoch + "/" + STOPPED_THROUGH_THE_API_EPOCHS);
+        killTorchrunsWorkerFromTheMachine(ns, "tr-worker-1");
+        PyTorchTrainingJob done = awaitT9k(ns, "tr", JobPhase.Succeeded);
+        assertEquals(1, done.getStatus().backoffCount, "the operator's one restart: " + events(ns, null));
+        List<String> restarting = events(ns, "JobRestarting");
+        assertEquals(1, restarting.size(), events(ns, null).toString());
+        assertTrue(restarting.get(0).startsWith("pod tr-worker-1 (container pytorch) exited with code 1 (Error) after torchrun's worker (rank "),
+                restarting.get(0));
+        assertTrue(restarting.get(0).contains(") was killed by signal 9 (SIGKILL)"), restarting.get(0));
+        assertTrue(podUids(ns).stream().noneMatch(pods::contains), "no pod of the old group is left");
+    }
+
+    /** A T9k job of two workers under ExitCode, each torchrun's agent ({@code maxRestarts} its own), c10d rendezvous at worker-0. */
+    static String t9kTorchrunJob(String ns, int epochs, int maxRestarts) {
+        String workers = replica("worker", "ExitCode", """
+                command: [python]
+                args: [/workspace/train.py]
+                workingDir: /state
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
+                resources: {requests: {cpu: 250m}}
+                volumeMounts: [{name: state, mountPath: /state}]
+                """.formatted(epochs), state(RealNode.STATE.resolve("markers").resolve(ns))).replace("replicas: 1", "replicas: 2");
+        return RealNodeJobs.t9kJob("tr", "backoffLimit: 2", workers).replace("  runPolicy: {", "  torchrunConfig: {enabled: true, "
+                + "maxRestarts: " + maxRestarts + ", procPerNode: \"1\", rdzvBackend: c10d, extraOptions: [--monitor_interval=0.1]}\n  runPolicy: {");
+    }
+
+    /** Rank 0, which prints the epochs, is whichever agent joined the rendezvous first. */
+    static void awaitLoggedByEitherWorker(String ns, String line) {
+        await().atMost(TRAINING).pollInterval(Duration.ofMillis(200)).until(() -> List.of("tr-worker-0", "tr-worker-1")
+                .stream().anyMatch(pod -> kubectl.run("logs", "-n", ns, pod).out().contains(line)));
+    }
+
+    static String rankZero(String ns) {
+        return kubectl.run("logs", "-n", ns, "tr-worker-0").out().contains("resuming at epoch") ? "tr-worker-0" : "tr-worker-1";
     }
 
     /**
@@ -1073,6 +1126,34 @@ class RealNodeFaultsIT {
                 + "worker (rank 1) was killed by signal 9 (SIGKILL)");
         assertTrue(logs(ours, "kf-master-0").contains("resuming at epoch"), logs(ours, "kf-master-0"));
         recordTimeToTrainAgain(ours, fault, "kf-master-0", "kf-worker-0", "kf-worker-1");
+    }
+
+    /**
+     * A Kubeflow job whose command is torchrun with a restart of its own ({@code --max_restarts=1}; static rendezvous at
+     * the master, from Kubeflow's PET_* variables): worker-0's training process SIGKILLed mid-training. Every agent's
+     * workers fail and each torchrun starts them again in the same pods, resumed from the checkpoint: not the job's
+     * restart, nothing counted.
+     */
+    @Test
+    void underTorchrunWithARestartOfItsOwnAKilledKubeflowWorkerIsTorchrunsRestartNotTheJobs() {
+        String ns = install.namespace("kf-torchrun-restarts");
+        String job = torchrunKubeflowJob(RealNode.STATE.resolve("markers").resolve(ns))
+                .replace("command: [torchrun, ", "command: [torchrun, --max_restarts=1, ");
+        kubectl.runWithInput(job, "apply", "-n", ns, "-f", "-").orFail();
+        awaitLogged(ns, "kf-master-0", "epoch 3/" + EPOCHS);
+        Set<String> pods = podUids(ns);
+        Instant fault = killTorchrunsWorkerFromTheMachine(ns, "kf-worker-0");
+        PyTorchJob done = await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1))
+                .until(() -> admin.resources(PyTorchJob.class).inNamespace(ns).withName("kf").get(),
+                        j -> j.getStatus() != null && j.getStatus().phase != null && j.getStatus().phase.isTerminal());
+        assertEquals(JobPhase.Succeeded, done.getStatus().phase, events(ns, null).toString());
+        assertEquals(0, done.getStatus().backoffCount, events(ns, null).toString());
+        assertTrue(events(ns, "JobRestarting").isEmpty(), events(ns, null).toString());
+        assertEquals(pods, podUids(ns), "the same pods");
+        String master = logs(ns, "kf-master-0");
+        assertTrue(master.contains("rank 0: resuming at epoch"), master);
+        System.out.printf("real node, Kubeflow kind, torchrun with a restart of its own, a worker SIGKILLed: training again %d ms after%n",
+                Duration.between(fault, RealNodeJobs.loggedAt(ns, "kf-master-0", "resuming at epoch")).toMillis());
     }
 
     /** {@link #kubeflowJob} under ExitCode, each rank's command torchrun (one process per pod, watched every 0.1 s). */
