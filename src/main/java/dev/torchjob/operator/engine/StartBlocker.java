@@ -13,7 +13,7 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 
 /**
  * Why a replica's pod cannot start, in the words users know from {@code kubectl get pods} and
- * {@code kubectl describe pod}: {@code reason} is the scheduler's or the kubelet's (Unschedulable,
+ * {@code kubectl describe pod}: {@code reason} is the scheduler's or the kubelet's (Unschedulable, SchedulerError,
  * ImagePullBackOff, ErrImageNeverPull, CreateContainerConfigError, FailedMount, ...). Such a pod
  * waits: nothing failed, nothing is counted, and it starts by itself once the cause is fixed.
  *
@@ -29,6 +29,11 @@ public record StartBlocker(String reason, String message) {
     public static final String ADMITTING = "Admitting";
     /** The scheduler's reason for a pod it cannot place (the pod's PodScheduled condition). */
     public static final String UNSCHEDULABLE = "Unschedulable";
+    /**
+     * The scheduler's reason for a pod whose placement failed on an error rather than a node's fit (a plugin's
+     * error, a refused binding): it retries, but an error that stays keeps the pod Pending as long.
+     */
+    static final String SCHEDULER_ERROR = "SchedulerError";
     /** A scheduled pod still creating its containers this long: its Warning events are looked at. */
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */
@@ -124,10 +129,11 @@ public record StartBlocker(String reason, String message) {
     private static Optional<StartBlocker> fromStatus(Pod pod) {
         String name = pod.getMetadata().getName();
         Optional<PodCondition> unschedulable = condition(pod, "PodScheduled")
-                .filter(c -> "False".equals(c.getStatus()) && "Unschedulable".equals(c.getReason()));
+                .filter(c -> "False".equals(c.getStatus()) && (UNSCHEDULABLE.equals(c.getReason()) || SCHEDULER_ERROR.equals(c.getReason())));
         if (unschedulable.isPresent()) {
-            return Optional.of(new StartBlocker(UNSCHEDULABLE, "pod " + name + " cannot be scheduled: "
-                    + oneLine(unschedulable.get().getMessage())));
+            return Optional.of(new StartBlocker(unschedulable.get().getReason(), "pod " + name + " cannot be scheduled"
+                    + (SCHEDULER_ERROR.equals(unschedulable.get().getReason()) ? " (the scheduler's error, which it retries)" : "")
+                    + ": " + oneLine(unschedulable.get().getMessage())));
         }
         for (ContainerStatus status : containerStatuses(pod)) {
             var waiting = status.getState() == null ? null : status.getState().getWaiting();

@@ -66,6 +66,31 @@ class StartBlockerTest {
         assertEquals(List.of(), reasons(started));
     }
 
+    /**
+     * The scheduler's own error (a plugin that fails, not a node that does not fit) keeps a pod Pending as long as it
+     * stays, retried for ever: Kubernetes' gang plugin refused a group of mixed priorities so. Said as no fit is.
+     */
+    @Test
+    void aPodTheSchedulerFailsOnIsSaidWithItsErrorOnceAndCountsNothing() {
+        Run run = new Run(2, 1);
+        run.pass();
+        PodFates.unschedulable(run.pods.get("j-worker-1"), NO_NODE);
+        run.pass();
+        String error = "all pods in a single pod group should have the same priority as the pod group's priority, got 1000 and 0";
+        PodFates.notScheduled(run.pods.get("j-worker-1"), "SchedulerError", error);
+        Decision failing = run.pass();
+        assertEquals(List.of(new StartBlocker("SchedulerError", "pod j-worker-1 cannot be scheduled (the scheduler's error, which it "
+                + "retries): " + error)), ((Situation.Active) failing.situation()).cannotStart());
+        assertEquals(List.of("ReplicaCannotStart"), reasons(failing), "another cause, said again");
+        assertNothingCountedOrTouched(failing);
+        run.now = run.now.plus(Duration.ofMinutes(10));
+        Decision again = run.pass();
+        assertEquals(List.of(), reasons(again), "said once");
+        assertNothingCountedOrTouched(again);
+        PodFates.running(run.pods.get("j-worker-1"));
+        assertEquals(List.of(), ((Situation.Active) run.pass().situation()).cannotStart(), "placed once the error is gone");
+    }
+
     @Test
     void anImageThatCannotBePulledIsOneCauseWhileTheKubeletAlternatesErrImagePullAndImagePullBackOff() {
         Run run = new Run(1, 1);

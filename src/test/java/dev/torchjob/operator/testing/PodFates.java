@@ -84,8 +84,13 @@ public final class PodFates {
 
     /** The scheduler finds no node for the pod. */
     public static void unschedulable(Pod pod, String message) {
+        notScheduled(pod, "Unschedulable", message);
+    }
+
+    /** The scheduler could not place the pod, for {@code reason} (Unschedulable, SchedulerError). */
+    public static void notScheduled(Pod pod, String reason, String message) {
         pod.setStatus(new PodStatusBuilder().withPhase("Pending").withConditions(new PodConditionBuilder().withType("PodScheduled")
-                .withStatus("False").withReason("Unschedulable").withMessage(message).build()).build());
+                .withStatus("False").withReason(reason).withMessage(message).build()).build());
     }
 
     /** Scheduled at {@code scheduledAt}; the training container waits for the kubelet: ContainerCreating, or another {@code reason}. */

@@ -96,6 +96,75 @@ class JobLifecycleIT extends OnTheSharedOperator {
     }
 
     /**
+     * The real kube-scheduler fails on a pod rather than finding no node: here its binding is refused (a policy of the
+     * team's on pods/binding, as a webhook there can). The pod stays Pending, retried by the scheduler; the job says
+     * SchedulerError in the scheduler's words (Running condition, one event), counts nothing, and starts once allowed.
+     */
+    @Test
+    void aPodTheSchedulerFailsOnIsSaidInItsWordsAndStartsOnceTheErrorIsGone() {
+        OperatorHarness cluster = install.harness("bind-refused");
+        String ns = cluster.namespace;
+        kubectl.runWithInput("""
+                apiVersion: admissionregistration.k8s.io/v1
+                kind: ValidatingAdmissionPolicy
+                metadata: {name: %1$s}
+                spec:
+                  failurePolicy: Fail
+                  matchConstraints:
+                    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
+                    resourceRules:
+                    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods/binding]}
+                  validations:
+                  - expression: "false"
+                    message: "bindings are refused by the team's policy"
+                ---
+                apiVersion: admissionregistration.k8s.io/v1
+                kind: ValidatingAdmissionPolicyBinding
+                metadata: {name: %1$s}
+                spec:
+                  policyName: %1$s
+                  validationActions: [Deny]
+                """.formatted(ns), "apply", "-f", "-").orFail();
+        try {
+            // The policy is in force once a pod of the namespace is refused its binding (the API server loads it in a moment).
+            java.util.concurrent.atomic.AtomicInteger probes = new java.util.concurrent.atomic.AtomicInteger();
+            await().atMost(WAIT).until(() -> {
+                String probe = "probe-" + probes.incrementAndGet();
+                admin.pods().inNamespace(ns).resource(new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(probe)
+                        .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("pause").endContainer().endSpec().build()).create();
+                Pod placed = await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> cluster.pod(probe),
+                        pod -> pod.getSpec().getNodeName() != null || schedulerError(pod).isPresent());
+                admin.pods().inNamespace(ns).withName(probe).withGracePeriod(0).delete();
+                return placed.getSpec().getNodeName() == null;
+            });
+            cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 0}"));
+            JobCondition running = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
+                    .anyMatch(c -> JobCondition.RUNNING.equals(c.type) && "SchedulerError".equals(c.reason))).getStatus().conditions.stream()
+                    .filter(c -> JobCondition.RUNNING.equals(c.type)).findFirst().orElseThrow();
+            assertEquals("False", running.status);
+            System.out.printf("a binding refused: %s (after %d probe pods)%n", running.message, probes.get());
+            assertTrue(running.message.matches("pod j-(master|worker)-\\d cannot be scheduled \\(the scheduler's error, which it retries\\): "
+                    + ".*bindings are refused by the team's policy.*"), running.message);
+            cluster.awaitEvent("ReplicaCannotStart", "bindings are refused by the team's policy");
+        } finally {
+            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
+        }
+        await().atMost(WAIT).pollInterval(Duration.ofMillis(200)).until(() -> cluster.pods().stream()
+                .allMatch(p -> p.getSpec().getNodeName() != null));
+        cluster.runAll();
+        PyTorchTrainingJob started = cluster.awaitPhase("j", JobPhase.Running);
+        assertEquals(0, started.getStatus().backoffCount, "nothing counted under backoffLimit 0");
+        assertTrue(cluster.condition("j", JobCondition.RUNNING).isTrue());
+        admin.namespaces().withName(ns).delete();
+    }
+
+    static java.util.Optional<String> schedulerError(Pod pod) {
+        return pod == null || pod.getStatus() == null || pod.getStatus().getConditions() == null ? java.util.Optional.empty()
+                : pod.getStatus().getConditions().stream().filter(c -> "PodScheduled".equals(c.getType()) && "SchedulerError".equals(c.getReason()))
+                        .map(c -> c.getMessage()).findFirst();
+    }
+
+    /**
      * A replica dies with a long traceback: its end (1024 characters) reaches the Warning event, the
      * Failed condition and the replica's lastFailure.
      */
