@@ -25,12 +25,15 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 /**
  * The backlog benchmark for gang scheduling (not part of the test suite): JOBS PyTorchJobs of a master
  * and 7 workers submitted at once onto the kwok nodes of the real control plane, first without a gang
- * scheduler, then with Volcano (its scheduler and controller manager running, the operator's setting
- * {@code volcano}), one after the other on the same server. Measures the time until every pod exists
- * and every job is Running, and the operator's writes per job from the API server's audit log.
+ * scheduler, then under each gang scheduler the operator can hand them to — Volcano (its scheduler and
+ * controller manager running, the setting {@code volcano}), scheduler-plugins' coscheduling (its
+ * kube-scheduler as a second scheduler) and Kubernetes' own (the control plane's kube-scheduler, the
+ * Workload API's PodGroups) — one after the other on the same server. Measures the time until every pod
+ * exists, is placed and every job is Running, and the operator's writes per job from the API server's
+ * audit log.
  *
  * <pre>./mvnw verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=GangBacklogBenchmarkIT \
- *     -Dtorchjob.benchmark=true [-Dtorchjob.benchmark.jobs=500]</pre>
+ *     -Dtorchjob.benchmark=true [-Dtorchjob.benchmark.jobs=500] [-Dtorchjob.benchmark.gangs=none,volcano,scheduler-plugins,kubernetes]</pre>
  *
  * Results go to target/benchmark.txt. See docs/testing.md.
  */
@@ -38,20 +41,32 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 class GangBacklogBenchmarkIT {
     static final int REPLICAS = 8;
 
+    /** A gang scheduler under test: its name in the report, the operator's setting (none: no gang), how it is started. */
+    record Gang(String what, String setting, java.util.function.Function<ControlPlane, GangSchedulers> start) {
+    }
+
+    static final Map<String, Gang> GANGS = Map.of(
+            "none", new Gang("no gang scheduler", null, cluster -> null),
+            "volcano", new Gang("Volcano", "volcano", GangSchedulers::volcano),
+            "scheduler-plugins", new Gang("scheduler-plugins' coscheduling", GangSchedulers.COSCHEDULING, GangSchedulers::coscheduling),
+            "kubernetes", new Gang("Kubernetes' own", "kubernetes", GangSchedulers::kubernetes));
+
     @Test
-    void kubeflowJobsWithoutAndWithVolcano() throws Exception {
+    void kubeflowJobsWithoutAndWithEachGangScheduler() throws Exception {
         int jobs = Integer.getInteger("torchjob.benchmark.jobs", 500);
         OperatorInstall install = OperatorInstall.get();
         install.stopSharedOperator();
         List<String> report = new ArrayList<>();
         report.add("PyTorchJobs=" + jobs + " replicas=" + REPLICAS + " (master + " + (REPLICAS - 1) + " workers) kwok nodes=" + ControlPlane.NODES);
-        try (OperatorProcess operator = install.newOperator(Map.of(), true)) {
-            report.addAll(backlog(install, "bench-no-gang", jobs, "no gang scheduler"));
-        }
-        ScaleBenchmarkIT.deleteWithItsPods(install.cluster.admin(), "bench-no-gang");
-        try (GangSchedulers volcano = GangSchedulers.volcano(install.cluster);
-                OperatorProcess operator = install.newOperator(Map.of("torchjob.gang-scheduler-name", "volcano"), true)) {
-            report.addAll(backlog(install, "bench-volcano", jobs, "Volcano"));
+        for (String name : System.getProperty("torchjob.benchmark.gangs", "none,volcano,scheduler-plugins,kubernetes").split(",")) {
+            Gang gang = java.util.Objects.requireNonNull(GANGS.get(name), "no gang scheduler " + name + " (" + GANGS.keySet() + ")");
+            String namespace = "bench-" + name;
+            try (GangSchedulers schedulers = gang.start().apply(install.cluster);
+                    OperatorProcess operator = install.newOperator(gang.setting() == null ? Map.of()
+                            : Map.of("torchjob.gang-scheduler-name", gang.setting()), true)) {
+                report.addAll(backlog(install, namespace, jobs, gang.what()));
+            }
+            ScaleBenchmarkIT.deleteWithItsPods(install.cluster.admin(), namespace);
         }
         Files.write(Path.of("target", "benchmark.txt"), report, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         report.forEach(System.out::println);
