@@ -97,6 +97,7 @@ final class ReplicasCannotStart {
             return StartBlocker.overdueTermination(pod, now);
         }
         StartBlocker.nextLookAtWarnings(pod, now).ifPresent(pass.out()::recheckAt);
+        StartBlocker.gatesSaidAt(pod).filter(now::isBefore).ifPresent(pass.out()::recheckAt);
         return StartBlocker.of(pod, uid == null ? null : podWarnings.get(uid), known, now);
     }
 

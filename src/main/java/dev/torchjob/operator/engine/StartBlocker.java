@@ -34,6 +34,13 @@ public record StartBlocker(String reason, String message) {
      * error, a refused binding): it retries, but an error that stays keeps the pod Pending as long.
      */
     static final String SCHEDULER_ERROR = "SchedulerError";
+    /** The API server's reason for a pod that scheduling gates hold back (the pod's PodScheduled condition). */
+    static final String SCHEDULING_GATED = "SchedulingGated";
+    /**
+     * A pod still held by scheduling gates this long after it was made is said: the gates that come and go (Kueue's
+     * topology gate, lifted once its ungater has placed the podSet) are gone in seconds; one nobody lifts holds it for ever.
+     */
+    static final Duration SAY_GATES_AFTER = Duration.ofSeconds(60);
     /** A scheduled pod still creating its containers this long: its Warning events are looked at. */
     public static final Duration LOOK_AT_WARNINGS_AFTER = Duration.ofSeconds(20);
     /** ... and again this often while it still is (a slow image pull looks the same until a warning says otherwise). */
@@ -68,6 +75,13 @@ public record StartBlocker(String reason, String message) {
         if (Pods.replicaPhase(pod) != ReplicaPhase.Pending || Pods.isTerminating(pod)) {
             return Optional.empty();
         }
+        Optional<Instant> gatesSaid = gatesSaidAt(pod);
+        if (gatesSaid.isPresent()) {
+            return gatesSaid.filter(at -> !now.isBefore(at)).map(at -> new StartBlocker(SCHEDULING_GATED, "pod "
+                    + pod.getMetadata().getName() + " is held back by its scheduling gates (" + pod.getSpec().getSchedulingGates().stream()
+                            .map(io.fabric8.kubernetes.api.model.PodSchedulingGate::getName).collect(java.util.stream.Collectors.joining(", "))
+                    + ") since " + pod.getMetadata().getCreationTimestamp() + ": the scheduler does not look at it until what added them removes them"));
+        }
         Optional<StartBlocker> fromStatus = fromStatus(pod);
         if (fromStatus.isPresent() || !needsWarnings(pod, now)) {
             return fromStatus;
@@ -81,6 +95,22 @@ public record StartBlocker(String reason, String message) {
                 .filter(w -> w.lastSeen() != null && !w.lastSeen().isBefore(now.minus(WARNING_FRESH_FOR)))
                 .max(java.util.Comparator.comparing(PodWarning::lastSeen))
                 .map(w -> new StartBlocker(w.reason(), "pod " + pod.getMetadata().getName() + " cannot start: " + oneLine(w.message())));
+    }
+
+    /**
+     * When a pod that scheduling gates still hold back is said: {@link #SAY_GATES_AFTER} after it was made (gates are
+     * only ever removed from a pod, so it has been held since). Empty for a pod no gate holds.
+     */
+    static Optional<Instant> gatesSaidAt(Pod pod) {
+        if (pod.getSpec() == null || pod.getSpec().getSchedulingGates() == null || pod.getSpec().getSchedulingGates().isEmpty()
+                || pod.getSpec().getNodeName() != null || pod.getMetadata().getCreationTimestamp() == null) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(Instant.parse(pod.getMetadata().getCreationTimestamp()).plus(SAY_GATES_AFTER));
+        } catch (java.time.format.DateTimeParseException e) {
+            return Optional.empty();
+        }
     }
 
     /**

@@ -14,7 +14,7 @@ import io.fabric8.kubernetes.client.informers.cache.Cache;
 /**
  * The informer cache of a job's pods and Services, keeping what the operator reads of them: their
  * metadata and status, and of a pod's spec the names of its containers (which one is the training
- * container) and its node. The rest — {@code metadata.managedFields} (an entry per writer: operator,
+ * container), its node and its scheduling gates. The rest — {@code metadata.managedFields} (an entry per writer: operator,
  * scheduler, kubelet), and the spec with its env, command, volumes and the tolerations admission
  * added — is most of a pod on a real API server, and the cache holds every pod of every job for as
  * long as the operator runs: the largest part of its memory under load (docs/testing.md).
@@ -52,13 +52,14 @@ final class LeanCache<R extends HasMetadata> extends BasicItemStore<R> {
     }
 
     /**
-     * The container names, the node and the restart policy (whether the kubelet starts an ended training container
-     * again): all of a running pod's spec that a job pass reads.
+     * The container names, the node, the restart policy (whether the kubelet starts an ended training container
+     * again) and the scheduling gates still on it (what holds a pending pod back): all of a pod's spec that a job
+     * pass reads.
      */
     static PodSpec leanSpec(PodSpec spec) {
         List<io.fabric8.kubernetes.api.model.Container> names = spec.getContainers() == null ? null
                 : spec.getContainers().stream().map(c -> new ContainerBuilder().withName(c.getName()).build()).toList();
         return new PodSpecBuilder().withContainers(names).withNodeName(spec.getNodeName())
-                .withRestartPolicy(spec.getRestartPolicy()).build();
+                .withRestartPolicy(spec.getRestartPolicy()).withSchedulingGates(spec.getSchedulingGates()).build();
     }
 }

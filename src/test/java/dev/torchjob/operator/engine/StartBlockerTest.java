@@ -91,6 +91,42 @@ class StartBlockerTest {
         assertEquals(List.of(), ((Situation.Active) run.pass().situation()).cannotStart(), "placed once the error is gone");
     }
 
+    /**
+     * A pod held back by scheduling gates (one of the template's, or Kueue's topology gate whose ungater is not running)
+     * is not scheduled at all until they are removed: said once it has been held a minute, never for the seconds
+     * Kueue's own gate lasts; nothing counted; placed and running once the gates are gone.
+     */
+    @Test
+    void aPodScheduledGatesHoldForAMinuteIsSaidNamingThemAndStartsOnceTheyAreRemoved() {
+        Run run = new Run(1, 1);
+        run.pass();
+        Pod worker = run.pods.get("j-worker-0");
+        worker.getMetadata().setCreationTimestamp(run.now.toString());
+        worker.getSpec().setSchedulingGates(List.of(new io.fabric8.kubernetes.api.model.PodSchedulingGate("example.com/quota")));
+        PodFates.notScheduled(worker, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates");
+        run.now = run.now.plusSeconds(20);
+        Decision early = run.pass();
+        assertEquals(List.of(), ((Situation.Active) early.situation()).cannotStart(), "gates that come and go are not said");
+        assertEquals(List.of(), reasons(early));
+        assertEquals(Optional.of(Duration.ofSeconds(40)), early.recheckAfter(), "looked at again once it is a minute old");
+
+        run.now = run.now.plusSeconds(40);
+        Decision held = run.pass();
+        assertEquals(List.of(new StartBlocker("SchedulingGated", "pod j-worker-0 is held back by its scheduling gates (example.com/quota) "
+                + "since " + EngineTest.T0 + ": the scheduler does not look at it until what added them removes them")),
+                ((Situation.Active) held.situation()).cannotStart());
+        assertEquals(List.of("ReplicaCannotStart"), reasons(held));
+        assertNothingCountedOrTouched(held);
+        run.now = run.now.plus(Duration.ofMinutes(10));
+        assertEquals(List.of(), reasons(run.pass()), "said once");
+
+        worker.getSpec().setSchedulingGates(null);
+        PodFates.running(worker);
+        Decision started = run.pass();
+        assertEquals(List.of(), ((Situation.Active) started.situation()).cannotStart());
+        assertEquals(JobPhase.Running, started.state().phase());
+    }
+
     @Test
     void anImageThatCannotBePulledIsOneCauseWhileTheKubeletAlternatesErrImagePullAndImagePullBackOff() {
         Run run = new Run(1, 1);

@@ -56,6 +56,17 @@ class LeanCacheTest {
     }
 
     @Test
+    void aPendingPodKeepsTheSchedulingGatesThatHoldItBack() {
+        Pod gated = runningPod();
+        gated.getSpec().setNodeName(null);
+        gated.getSpec().setSchedulingGates(List.of(new io.fabric8.kubernetes.api.model.PodSchedulingGate("kueue.x-k8s.io/topology")));
+        LeanCache<Pod> cache = new LeanCache<>();
+        cache.put("ns/j-worker-0", gated);
+        assertEquals(List.of("kueue.x-k8s.io/topology"), cache.get("ns/j-worker-0").getSpec().getSchedulingGates().stream()
+                .map(io.fabric8.kubernetes.api.model.PodSchedulingGate::getName).toList());
+    }
+
+    @Test
     void theTrainingContainerIsStillFoundInACachedPod() {
         LeanCache<Pod> cache = new LeanCache<>();
         cache.put("ns/j-worker-0", runningPod());

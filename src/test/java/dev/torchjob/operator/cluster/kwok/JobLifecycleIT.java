@@ -96,12 +96,14 @@ class JobLifecycleIT extends OnTheSharedOperator {
     }
 
     /**
-     * The real kube-scheduler fails on a pod rather than finding no node: here its binding is refused (a policy of the
-     * team's on pods/binding, as a webhook there can). The pod stays Pending, retried by the scheduler; the job says
-     * SchedulerError in the scheduler's words (Running condition, one event), counts nothing, and starts once allowed.
+     * Pods that the scheduler does not place though nodes fit them. The master's binding is refused (a policy of the
+     * team's on pods/binding, as a webhook there can): the real kube-scheduler fails on it and retries; the workers carry a
+     * scheduling gate of the template's that nobody lifts, so the scheduler never looks at them. The job says both in
+     * Kubernetes' words (SchedulerError at once, SchedulingGated once held a minute: through the operator's pod cache and
+     * its own look again), one event per pod and cause, counts nothing, and runs once the gates and the policy are gone.
      */
     @Test
-    void aPodTheSchedulerFailsOnIsSaidInItsWordsAndStartsOnceTheErrorIsGone() {
+    void podsTheSchedulerFailsOnOrThatGatesHoldAreSaidAndStartOnceFreed() {
         OperatorHarness cluster = install.harness("bind-refused");
         String ns = cluster.namespace;
         kubectl.runWithInput("""
@@ -137,15 +139,31 @@ class JobLifecycleIT extends OnTheSharedOperator {
                 admin.pods().inNamespace(ns).withName(probe).withGracePeriod(0).delete();
                 return placed.getSpec().getNodeName() == null;
             });
-            cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 0}"));
-            JobCondition running = cluster.awaitJob("j", j -> j.getStatus() != null && j.getStatus().conditions.stream()
-                    .anyMatch(c -> JobCondition.RUNNING.equals(c.type) && "SchedulerError".equals(c.reason))).getStatus().conditions.stream()
-                    .filter(c -> JobCondition.RUNNING.equals(c.type)).findFirst().orElseThrow();
-            assertEquals("False", running.status);
-            System.out.printf("a binding refused: %s (after %d probe pods)%n", running.message, probes.get());
-            assertTrue(running.message.matches("pod j-(master|worker)-\\d cannot be scheduled \\(the scheduler's error, which it retries\\): "
-                    + ".*bindings are refused by the team's policy.*"), running.message);
+            String job = OperatorHarness.job("j", "OnFailure", "{backoffLimit: 0}").replace(
+                    "replicas: 2\n    template: {spec: {containers:", "replicas: 2\n    template: {spec: {schedulingGates: [{name: example.com/quota}], containers:");
+            assertTrue(job.contains("schedulingGates"), job);
+            cluster.submit(job);
             cluster.awaitEvent("ReplicaCannotStart", "bindings are refused by the team's policy");
+            // Said a minute after the pods were made: the harness's own wait is shorter.
+            await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                JobCondition condition = cluster.condition("j", JobCondition.RUNNING);
+                return condition != null && condition.message != null && condition.message.contains("scheduling gates");
+            });
+            JobCondition running = cluster.condition("j", JobCondition.RUNNING);
+            System.out.printf("pods the scheduler does not place: %s (after %d probe pods)%n", running.message, probes.get());
+            assertEquals("False", running.status);
+            assertTrue(running.message.startsWith("pod j-master-0 cannot be scheduled (the scheduler's error, which it retries): "
+                    + "running Bind plugin \"DefaultBinder\": pods \"j-master-0\" is forbidden: "), running.message);
+            assertTrue(running.message.contains("bindings are refused by the team's policy"), running.message);
+            for (String worker : List.of("j-worker-0", "j-worker-1")) {
+                assertTrue(running.message.contains("pod " + worker + " is held back by its scheduling gates (example.com/quota) since "
+                        + cluster.pod(worker).getMetadata().getCreationTimestamp()), running.message);
+            }
+            assertEquals(3, cluster.events().stream().filter(e -> "ReplicaCannotStart".equals(e.getReason())).count(), "one per pod and cause");
+            for (String worker : List.of("j-worker-0", "j-worker-1")) {
+                kubectl.run("patch", "pod", worker, "-n", ns, "--type=json", "-p", "[{\"op\": \"remove\", \"path\": \"/spec/schedulingGates\"}]")
+                        .orFail();
+            }
         } finally {
             kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
         }
