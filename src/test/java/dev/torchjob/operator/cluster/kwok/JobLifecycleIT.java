@@ -20,6 +20,7 @@ import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
 import dev.torchjob.operator.cluster.OnTheSharedOperator;
 import dev.torchjob.operator.cluster.OperatorWrites;
+import dev.torchjob.operator.cluster.RefusingPolicy;
 import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.reconciler.PyTorchJobTestJobs;
@@ -106,28 +107,8 @@ class JobLifecycleIT extends OnTheSharedOperator {
     void podsTheSchedulerFailsOnOrThatGatesHoldAreSaidAndStartOnceFreed() {
         OperatorHarness cluster = install.harness("bind-refused");
         String ns = cluster.namespace;
-        kubectl.runWithInput("""
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicy
-                metadata: {name: %1$s}
-                spec:
-                  failurePolicy: Fail
-                  matchConstraints:
-                    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
-                    resourceRules:
-                    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods/binding]}
-                  validations:
-                  - expression: "false"
-                    message: "bindings are refused by the team's policy"
-                ---
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicyBinding
-                metadata: {name: %1$s}
-                spec:
-                  policyName: %1$s
-                  validationActions: [Deny]
-                """.formatted(ns), "apply", "-f", "-").orFail();
-        try {
+        try (RefusingPolicy refusing = RefusingPolicy.apply(kubectl, ns, "{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], "
+                + "resources: [pods/binding]}", "bindings are refused by the team's policy")) {
             // The policy is in force once a pod of the namespace is refused its binding (the API server loads it in a moment).
             java.util.concurrent.atomic.AtomicInteger probes = new java.util.concurrent.atomic.AtomicInteger();
             await().atMost(WAIT).until(() -> {
@@ -164,8 +145,6 @@ class JobLifecycleIT extends OnTheSharedOperator {
                 kubectl.run("patch", "pod", worker, "-n", ns, "--type=json", "-p", "[{\"op\": \"remove\", \"path\": \"/spec/schedulingGates\"}]")
                         .orFail();
             }
-        } finally {
-            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
         }
         await().atMost(WAIT).pollInterval(Duration.ofMillis(200)).until(() -> cluster.pods().stream()
                 .allMatch(p -> p.getSpec().getNodeName() != null));

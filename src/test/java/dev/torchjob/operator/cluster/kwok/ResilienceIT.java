@@ -28,6 +28,7 @@ import dev.torchjob.operator.cluster.ApiServerRelay;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.cluster.OwnOperators;
+import dev.torchjob.operator.cluster.RefusingPolicy;
 import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.reconciler.OperatorHarness;
 import dev.torchjob.operator.testing.UserEdits;
@@ -258,29 +259,9 @@ class ResilienceIT extends OwnOperators {
     void aStatusRefusedForGoodIsSaidOnceAndRetriedWithBackOff(boolean serverSideApply) throws Exception {
         OperatorHarness cluster = install.harness(serverSideApply ? "refused-ssa" : "refused-update");
         String ns = cluster.namespace;
-        String policy = """
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicy
-                metadata: {name: %1$s}
-                spec:
-                  failurePolicy: Fail
-                  matchConstraints:
-                    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %1$s}}
-                    resourceRules:
-                    - {apiGroups: [batch.tensorstack.dev], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}
-                  validations:
-                  - expression: "false"
-                    message: "status writes are refused by the team's policy"
-                ---
-                apiVersion: admissionregistration.k8s.io/v1
-                kind: ValidatingAdmissionPolicyBinding
-                metadata: {name: %1$s}
-                spec:
-                  policyName: %1$s
-                  validationActions: [Deny]
-                """.formatted(ns);
-        kubectl.runWithInput(policy, "apply", "-f", "-").orFail();
-        try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
+        try (RefusingPolicy refusing = RefusingPolicy.apply(kubectl, ns, "{apiGroups: [batch.tensorstack.dev], apiVersions: [\"*\"], "
+                + "operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}", "status writes are refused by the team's policy");
+                OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
             Thread.sleep(2000); // the policy takes effect once the API server has loaded it
             cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
             cluster.awaitPods(3); // the pods are made; their status cannot be written
@@ -296,7 +277,6 @@ class ResilienceIT extends OwnOperators {
             long aboutIt = Files.readAllLines(operator.log).stream().filter(l -> l.contains(ns + "/j")).count();
             assertTrue(aboutIt <= 2, aboutIt + " log lines about the job: the refusal, and that it could not be recorded");
         } finally {
-            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns).orFail();
             admin.namespaces().withName(ns).delete();
         }
     }
