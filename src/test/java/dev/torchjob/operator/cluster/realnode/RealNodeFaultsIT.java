@@ -1074,13 +1074,18 @@ class RealNodeFaultsIT {
         assertTrue(podUids(ns).stream().noneMatch(pods::contains), "no pod of the old group is left");
     }
 
-    /** A T9k job of two workers under ExitCode, each torchrun's agent ({@code maxRestarts} its own), c10d rendezvous at worker-0. */
+    /**
+     * A T9k job of two workers under ExitCode, each torchrun's agent ({@code maxRestarts} its own), c10d rendezvous at
+     * worker-0. A killed worker's torchrun waits at its exit barrier for the other agent, whose worker ends only once its
+     * collective fails: once in a CI run the peer never saw the connection close, and both pods ran on for minutes; the
+     * process group's timeout (60 s) bounds that, as docs/when-things-fail.md advises.
+     */
     static String t9kTorchrunJob(String ns, int epochs, int maxRestarts) {
         String workers = replica("worker", "ExitCode", """
                 command: [python]
                 args: [/workspace/train.py]
                 workingDir: /state
-                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}]
+                env: [{name: EPOCHS, value: "%d"}, {name: CHECKPOINT_PATH, value: /state/checkpoint.pt}, {name: PROCESS_GROUP_TIMEOUT, value: "60"}]
                 resources: {requests: {cpu: 250m}}
                 volumeMounts: [{name: state, mountPath: /state}]
                 """.formatted(epochs), state(RealNode.STATE.resolve("markers").resolve(ns))).replace("replicas: 1", "replicas: 2");
