@@ -6,10 +6,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.api.model.PodSchedulingGate;
 
 /**
  * Why a replica's pod cannot start, in the words users know from {@code kubectl get pods} and
@@ -77,10 +79,7 @@ public record StartBlocker(String reason, String message) {
         }
         Optional<Instant> gatesSaid = gatesSaidAt(pod);
         if (gatesSaid.isPresent()) {
-            return gatesSaid.filter(at -> !now.isBefore(at)).map(at -> new StartBlocker(SCHEDULING_GATED, "pod "
-                    + pod.getMetadata().getName() + " is held back by its scheduling gates (" + pod.getSpec().getSchedulingGates().stream()
-                            .map(io.fabric8.kubernetes.api.model.PodSchedulingGate::getName).collect(java.util.stream.Collectors.joining(", "))
-                    + ") since " + pod.getMetadata().getCreationTimestamp() + ": the scheduler does not look at it until what added them removes them"));
+            return gatesSaid.filter(at -> !now.isBefore(at)).map(at -> heldByGates(pod));
         }
         Optional<StartBlocker> fromStatus = fromStatus(pod);
         if (fromStatus.isPresent() || !needsWarnings(pod, now)) {
@@ -111,6 +110,13 @@ public record StartBlocker(String reason, String message) {
         } catch (java.time.format.DateTimeParseException e) {
             return Optional.empty();
         }
+    }
+
+    private static StartBlocker heldByGates(Pod pod) {
+        String gates = pod.getSpec().getSchedulingGates().stream().map(PodSchedulingGate::getName).collect(Collectors.joining(", "));
+        return new StartBlocker(SCHEDULING_GATED, "pod " + pod.getMetadata().getName() + " is held back by its scheduling gates ("
+                + gates + ") since " + pod.getMetadata().getCreationTimestamp() + ": the scheduler does not look at it until what added "
+                + "them removes them");
     }
 
     /**
