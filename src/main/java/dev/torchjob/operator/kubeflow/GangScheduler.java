@@ -1,6 +1,6 @@
 package dev.torchjob.operator.kubeflow;
 
-import java.math.BigDecimal;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -10,8 +10,8 @@ import java.util.Optional;
 import dev.torchjob.operator.api.kubeflow.KubeflowReplicaSpec;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.engine.StartBlocker;
+import dev.torchjob.operator.podtemplate.PodRequests;
 import dev.torchjob.operator.podtemplate.PodTemplateParser;
-import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -377,48 +377,28 @@ public sealed interface GangScheduler {
         }
 
         /**
-         * The given minResources, else what the first minMember pods ask for, Master's first: each container's
-         * requests, a resource it only limits at its limit (as the API server defaults a request), summed in
-         * the unit of the first. Kubeflow orders the types by their priority class's value, equal ones in map
-         * order, and takes a container's limits only when it has no requests at all (a GPU in limits beside a
-         * CPU request is left out); this operator reads no PriorityClass: Master, then Worker.
+         * The given minResources, else what the first minMember pods ask of their nodes, Master's first, as the
+         * scheduler counts a pod ({@link PodRequests}: limits-only resources, sidecars, init containers, pod-level
+         * resources), summed. Kubeflow orders the types by their priority class's value,
+         * equal ones in map order, sums only the containers, and takes a container's limits only when it has no
+         * requests at all (a GPU in limits beside a CPU request is left out); this operator reads no PriorityClass:
+         * Master, then Worker.
          */
         Map<String, Object> minResources(PyTorchJob job) {
             if (givenMinResources.isPresent()) {
                 return givenMinResources.get();
             }
-            Map<String, BigDecimal> sum = new java.util.TreeMap<>();
-            Map<String, String> format = new LinkedHashMap<>();
+            List<Map<String, Quantity>> pods = new ArrayList<>();
             int left = minMember(job);
             for (KubeflowReplicaSpec spec : ReplicaTypes.of(job.getSpec()).values()) {
-                List<Container> containers = PodTemplateParser.parse(spec.template).getSpec().getContainers();
+                Map<String, Quantity> pod = PodRequests.of(PodTemplateParser.parse(spec.template).getSpec());
                 for (int i = 0; i < (spec.replicas == null ? 1 : spec.replicas) && left > 0; i++, left--) {
-                    for (Container container : containers) {
-                        requested(container).forEach((name, quantity) -> {
-                            sum.merge(name, quantity.getNumericalAmount(), BigDecimal::add);
-                            format.putIfAbsent(name, quantity.getFormat());
-                        });
-                    }
+                    pods.add(pod);
                 }
             }
             Map<String, Object> minResources = new LinkedHashMap<>();
-            sum.forEach((name, amount) -> minResources.put(name, Quantity.fromNumericalAmount(amount, format.get(name)).toString()));
+            PodRequests.total(pods).forEach((name, amount) -> minResources.put(name, amount.toString()));
             return minResources;
-        }
-
-        /** What a container requests once the API server has defaulted it: its requests, and its limits where it has no request. */
-        private static Map<String, Quantity> requested(Container container) {
-            Map<String, Quantity> requested = new LinkedHashMap<>();
-            if (container.getResources() == null) {
-                return requested;
-            }
-            if (container.getResources().getLimits() != null) {
-                requested.putAll(container.getResources().getLimits());
-            }
-            if (container.getResources().getRequests() != null) {
-                requested.putAll(container.getResources().getRequests());
-            }
-            return requested;
         }
 
         private static Optional<Integer> integer(Object value) {

@@ -118,6 +118,26 @@ class GangSchedulerTest {
                 spec(podGroup), "the GPUs in limits count too (Kubeflow leaves them out beside a CPU request)");
     }
 
+    /** Kubeflow sums only the containers: a gang of pods with sidecars or pod-level resources was admitted short. */
+    @Test
+    void minResourcesCountSidecarsAndPodLevelResourcesAsTheSchedulerDoes() {
+        String withSidecar = TEMPLATE.replace("{spec: {containers:", "{spec: {initContainers: [{name: logs, image: x, restartPolicy: Always, "
+                + "resources: {requests: {cpu: 500m, memory: 512Mi}}}], containers:");
+        PyTorchJob job = KubeflowModelTest.parse("""
+                apiVersion: kubeflow.org/v1
+                kind: PyTorchJob
+                metadata: {name: j, namespace: team}
+                spec:
+                  pytorchReplicaSpecs:
+                    Master: {replicas: 1, template: %s}
+                    Worker: {replicas: 3, template: {spec: {resources: {requests: {cpu: "4", memory: 16Gi}}, containers: [{name: pytorch, image: x,
+                      resources: {limits: {nvidia.com/gpu: 1}}}]}}}
+                """.formatted(withSidecar));
+        assertEquals(Map.of("cpu", "14500m", "memory", "53760Mi", "nvidia.com/gpu", "4"),
+                spec(new GangScheduler.Volcano().podGroup(job, Optional.empty())).get("minResources"),
+                "the master with its sidecar (2.5 cpu, 4.5Gi), three workers at their pod-level requests (4 cpu, 16Gi each)");
+    }
+
     @Test
     void theSchedulingPolicyFillsMinMemberQueuePriorityAndMinResources() {
         PyTorchJob job = job("{schedulingPolicy: {minAvailable: 2, queue: research, priorityClass: high, scheduleTimeoutSeconds: 120}}");

@@ -53,6 +53,6 @@ public class KubeflowRunPolicy {
 
     @PreserveUnknownFields
     @SchemaFrom(type = OpenObject.class)
-    @JsonPropertyDescription("Gang-scheduling settings (minAvailable, queue, minResources, priorityClass, scheduleTimeoutSeconds); accepted, not acted on.")
+    @JsonPropertyDescription("Gang-scheduling settings (minAvailable, queue, minResources, priorityClass, scheduleTimeoutSeconds), read when the operator gang-schedules (torchjob.gang-scheduler-name); accepted, not acted on otherwise.")
     public Map<String, Object> schedulingPolicy;
 }

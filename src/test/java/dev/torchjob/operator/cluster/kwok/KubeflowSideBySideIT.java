@@ -41,8 +41,9 @@ class KubeflowSideBySideIT extends OwnOperators {
     }
 
     /**
-     * Two jobs: one without a scheduling policy; one with every field of it, a master of higher priority
-     * and a container that only limits memory (requests defaulted from limits at admission).
+     * Two jobs: one without a scheduling policy, its master with a sidecar and its workers with pod-level
+     * requests; one with every field of the policy, a master of higher priority and a container that only
+     * limits memory (requests defaulted from limits at admission).
      */
     static String manifests() {
         return """
@@ -52,10 +53,11 @@ class KubeflowSideBySideIT extends OwnOperators {
                 spec:
                   pytorchReplicaSpecs:
                     Master:
-                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1", memory: 1Gi}}}]}}
+                      template: {spec: {initContainers: [{name: logs, image: shipper, restartPolicy: Always, resources: {requests: {cpu: 500m,
+                        memory: 256Mi}}}], containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "1", memory: 1Gi}}}]}}
                     Worker:
                       replicas: 2
-                      template: {spec: {containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "2"}}}]}}
+                      template: {spec: {resources: {requests: {cpu: "3"}}, containers: [{name: pytorch, image: torch, resources: {requests: {cpu: "2"}}}]}}
                 ---
                 apiVersion: kubeflow.org/v1
                 kind: PyTorchJob
@@ -223,7 +225,8 @@ class KubeflowSideBySideIT extends OwnOperators {
     /**
      * This operator's Made with its documented additions (docs/kubeflow.md) taken away, each asserted to be
      * there: the older pod labels and the default-container annotation; its PodGroups' labels (its
-     * informer watches only its own); a resource only limited counted in {@code minResources}.
+     * informer watches only its own); in {@code minResources}, a resource only limited, a sidecar and
+     * pod-level requests counted (Kubeflow sums the containers: 5 cpu, 1Gi).
      */
     static Made withoutTheDocumentedAdditions(Made ours) {
         Map<String, Map<String, Object>> podGroups = new TreeMap<>();
@@ -231,11 +234,14 @@ class KubeflowSideBySideIT extends OwnOperators {
             Map<String, Object> copy = new LinkedHashMap<>(fields);
             copy.put("labels", without(copy.get("labels"), Map.of("controller-name", "pytorch-operator", "job-name", job,
                     "training.kubeflow.org/job-name", job, "training.kubeflow.org/operator-name", "pytorchjob-controller")));
+            Map<String, Object> spec = new LinkedHashMap<>(asMap(copy.get("spec")));
             if (job.equals("policy")) {
-                Map<String, Object> spec = new LinkedHashMap<>(asMap(copy.get("spec")));
                 spec.put("minResources", without(spec.get("minResources"), Map.of("memory", "1Gi")));
-                copy.put("spec", spec);
+            } else if (spec.containsKey("minResources")) {
+                assertEquals(Map.of("cpu", "7500m", "memory", "1280Mi"), spec.get("minResources"), "1 + 0.5 + 2 x 3 cpu, 1Gi + 256Mi");
+                spec.put("minResources", Map.of("cpu", "5", "memory", "1Gi"));
             }
+            copy.put("spec", spec);
             podGroups.put(job, copy);
         });
         Map<String, Map<String, Object>> pods = new TreeMap<>();
