@@ -228,7 +228,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                 // A first pass that only creates: planned once more from its own status once the pods
                 // exist (the cache holds them now), so the first status written says they were created.
                 executor.apply(job, plan.withoutStatus(), context);
-                J planned = PlanExecutor.copyOf(job, context);
+                J planned = JobStatusWrites.copyOf(job, context);
                 planned.setStatus(plan.status());
                 plan = plan.followedBy(plan(planned, context, clock, restartBackoff, createdPods, queue.admission()));
             }

@@ -24,7 +24,6 @@ import io.fabric8.kubernetes.client.dsl.Resource;
 import io.fabric8.kubernetes.api.model.DeletionPropagation;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.client.CustomResource;
@@ -51,8 +50,6 @@ public class PlanExecutor {
     private static final Duration API_TIMEOUT = Duration.ofSeconds(60);
     /** The reason of a failed status write: the first step, so nothing of the plan was applied. */
     static final String STATUS_STEP = "FailedStatusUpdate";
-    /** A status update that meets 409 is tried again this many times on the server's own version of the job. */
-    static final int STATUS_CONFLICT_RETRIES = 3;
     /** The reason of a failed event: it comes before the status, so nothing of the plan was applied either. */
     static final String EVENT_STEP = "FailedCreateEvent";
     /** The most API calls one job has in flight: creates, or deletes with the events. */
@@ -74,10 +71,10 @@ public class PlanExecutor {
     @Inject
     CreatedPods createdPods;
 
-    /**
-     * Status written by server-side apply (as JOSDK operators do by default), or by update with
-     * optimistic locking where the API server has no SSA (the mock server of the tests and the local mode).
-     */
+    @Inject
+    JobStatusWrites statusWrites;
+
+    /** Whether the API server does server-side apply (the status's setting, {@link JobStatusWrites}): PodGroups are applied too. */
     @ConfigProperty(name = "torchjob.server-side-apply", defaultValue = "true")
     boolean serverSideApply;
 
@@ -221,83 +218,7 @@ public class PlanExecutor {
 
     /** Writes the status and caches the written resource, so the next pass never plans from an older status. */
     public <S, J extends CustomResource<?, S>> void writeStatus(J job, S status, Context<J> context) {
-        step(STATUS_STEP, "status of " + job.getKind() + " " + job.getMetadata().getName(), () -> applyStatus(job, status, context));
-    }
-
-    private <S, J extends CustomResource<?, S>> void applyStatus(J job, S status, Context<J> context) {
-        if (serverSideApply && !statusWrittenByOthers(job, context.getControllerConfiguration().fieldManager())) {
-            // Only the status, under our field manager: a user's apply of the spec never conflicts with it.
-            J applied = emptyLike(job);
-            applied.setMetadata(new ObjectMetaBuilder().withName(job.getMetadata().getName())
-                    .withNamespace(job.getMetadata().getNamespace()).build());
-            applied.setSpec(null);
-            applied.setStatus(status);
-            // Not PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource: it pins the apply to the job's
-            // resourceVersion and, on 409 or 422, polls the cache for a newer job for 10 s and tries again, so a
-            // status the API server refuses for good (a policy's 422) cost 10 s a try and was reported as
-            // "Timeout of resource polling from cache" instead of the server's words. Only this operator writes
-            // the status (leader election), so the apply needs no version lock; the written job is cached the
-            // same way, so the next pass never plans from an older status.
-            J written = client.resource(applied).subresource("status").patch(new PatchContext.Builder()
-                    .withPatchType(PatchType.SERVER_SIDE_APPLY).withForce(true)
-                    .withFieldManager(context.getControllerConfiguration().fieldManager()).build());
-            context.eventSourceRetriever().getControllerEventSource()
-                    .handleRecentResourceUpdate(ResourceID.fromResource(job), written, job);
-        } else {
-            // A whole status, by update. As with the apply, the status is this operator's alone: the lock is only
-            // what the API server demands of an update, so the newest version the cache holds is named (this
-            // pass's own earlier write too: a pass that clears an error writes twice). Written from a copy: neither
-            // the cached job nor the pass's may carry a status that was never written (an error reported on it
-            // would count a restart whose event was never sent).
-            J newest = context.getPrimaryCache().get(ResourceID.fromResource(job)).orElse(job);
-            J written = null;
-            for (int attempt = 0; written == null; attempt++) {
-                J replaced = copyOf(newest, context);
-                replaced.setStatus(status);
-                try {
-                    written = client.resource(replaced).updateStatus();
-                } catch (KubernetesClientException e) {
-                    // A 409: someone else changed the job (its labels, its spec) since the cache saw it. Someone who
-                    // edits it without pause keeps the cache behind for good, so the server's own version is named
-                    // next, read just before; past a few, the pass runs again later (JobReconciler).
-                    if (e.getCode() != HttpURLConnection.HTTP_CONFLICT || attempt == STATUS_CONFLICT_RETRIES) {
-                        throw e;
-                    }
-                    newest = client.resource(job).get();
-                    if (newest == null) {
-                        throw e;
-                    }
-                }
-            }
-            context.eventSourceRetriever().getControllerEventSource()
-                    .handleRecentResourceUpdate(ResourceID.fromResource(job), written, newest);
-        }
-    }
-
-    /**
-     * Whether another field manager wrote the job's status (a controller that ran it before, such as
-     * Kubeflow's training-operator before a take-over): an apply of ours never removes fields another
-     * manager owns, so such a job's status is written whole (replaced by an update) and
-     * carries only what this operator computes.
-     */
-    static boolean statusWrittenByOthers(HasMetadata job, String fieldManager) {
-        return job.getMetadata().getManagedFields() != null && job.getMetadata().getManagedFields().stream()
-                .anyMatch(f -> "status".equals(f.getSubresource()) && !fieldManager.equals(f.getManager()));
-    }
-
-    /** A deep copy of the job, made the way JOSDK copies resources. */
-    static <J extends CustomResource<?, ?>> J copyOf(J job, Context<J> context) {
-        return context.getControllerConfiguration().getConfigurationService().getResourceCloner().clone(job);
-    }
-
-    /** A new object of the job's kind with nothing set: what a server-side apply of the status sends. */
-    @SuppressWarnings("unchecked")
-    private static <J extends CustomResource<?, ?>> J emptyLike(J job) {
-        try {
-            return (J) job.getClass().getDeclaredConstructor().newInstance();
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("job kind " + job.getClass() + " has no public no-argument constructor", e);
-        }
+        step(STATUS_STEP, "status of " + job.getKind() + " " + job.getMetadata().getName(), () -> statusWrites.write(job, status, context));
     }
 
     /**

@@ -324,7 +324,7 @@ class FailureHandlingTest {
         server.expect().put().withPath("/apis/batch.tensorstack.dev/v1beta1/namespaces/status-conflict/pytorchtrainingjobs/j/status")
                 .andReturn(409, new StatusBuilder().withCode(409).withReason("Conflict").withMessage("Operation cannot be fulfilled on "
                         + "pytorchtrainingjobs.batch.tensorstack.dev \"j\": the object has been modified; please apply your changes "
-                        + "to the latest version and try again").build()).times(2 * (1 + PlanExecutor.STATUS_CONFLICT_RETRIES));
+                        + "to the latest version and try again").build()).times(2 * (1 + JobStatusWrites.CONFLICT_RETRIES));
         String uid = cluster.pod("j-worker-0").getMetadata().getUid();
         cluster.kubelet.exit("j-worker-0", 1);
         cluster.awaitNewPod("j-worker-0", uid);

@@ -284,12 +284,15 @@ class ApiServerContractIT extends OnTheSharedOperator {
 
     /**
      * Jobs stored while the CRD was looser (an older CRD, or one edited by hand) with a value the
-     * operator's types cannot hold: the informer that reads every job keeps reading, each such job
-     * fails InvalidSpec naming the field, and a job submitted next to them runs.
+     * operator's types cannot hold, met by an operator started once the CRD is strict again (an upgrade):
+     * the informer that reads every job keeps reading, each such job fails InvalidSpec naming the field,
+     * and a job submitted next to them runs. The API server cannot apply a status to a job its schema no
+     * longer types, so the status is written by update.
      */
     @Test
-    void jobsStoredBeyondTheSchemaFailAloneAndTheOthersCarryOn() {
+    void jobsStoredBeyondTheSchemaFailAloneAndTheOthersCarryOn() throws InterruptedException {
         OperatorHarness cluster = install.harness("unreadable");
+        install.stopSharedOperator();
         String properties = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
         kubectl.run("patch", "crd", "pytorchtrainingjobs.batch.tensorstack.dev", "--type=json", "-p", """
                 [{"op": "remove", "path": "%1$s/replicaSpecs/items/properties/replicas/maximum"},
@@ -307,7 +310,15 @@ class ApiServerContractIT extends OnTheSharedOperator {
                         .until(() -> admin.genericKubernetesResources(JOBS).inNamespace(cluster.namespace).resource(job).create() != null);
             }
         } finally {
-            kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "kubernetes/base/crd/").orFail();
+            try {
+                kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "kubernetes/base/crd/").orFail();
+                // The strict schema taken: a job like "wordy" is refused again.
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> kubectl.runWithInput(
+                        job("again", "runPolicy: {backoffLimit: three}"), "create", "--dry-run=server", "-n", cluster.namespace, "-f", "-")
+                        .exitCode() != 0);
+            } finally {
+                install.operator();
+            }
         }
         cluster.submit(job("ok", "runPolicy: {backoffLimit: 1}"));
         cluster.awaitPodNames("ok-worker-0");
