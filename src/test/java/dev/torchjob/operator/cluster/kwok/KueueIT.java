@@ -26,6 +26,7 @@ import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.cluster.AppWrapperController;
 import dev.torchjob.operator.cluster.Kubectl;
 import dev.torchjob.operator.cluster.KueueInstall;
+import dev.torchjob.operator.cluster.OperatorInstall;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
 import dev.torchjob.operator.cluster.OwnOperators;
@@ -656,9 +657,10 @@ class KueueIT extends OwnOperators {
 
             // Without the right to label a job (an RBAC older than this operator), the job does not run around the queue:
             // it waits, saying the step and the server's refusal, and is put in the queue once the right is back.
-            waitsWithoutTheRight(cluster, "refused", "FailedSetQueueLabel", role -> role.getRules().stream()
+            waitsWithoutTheRight(cluster, "refused", "FailedSetQueueLabel", withoutTheRight(role -> role.getRules().stream()
                     .filter(r -> r.getResources().equals(List.of("pytorchtrainingjobs")))
                     .forEach(r -> r.setVerbs(r.getVerbs().stream().filter(v -> !v.equals("patch")).toList())),
+                    "patch", "pytorchtrainingjobs.batch.tensorstack.dev", cluster.namespace),
                     () -> cluster.submit(t9kJobLabelled("refused", "{}", 1, "100m")));
             // Retried with back-off (1 s, 2 s, ... since the refusal was first said).
             await().atMost(WAIT).until(() -> workloadOf(cluster, "refused") != null && names(cluster, "refused-").size() == 2);
@@ -716,14 +718,16 @@ class KueueIT extends OwnOperators {
         kueue().queues(optedIn.namespace, "4");
         kueue().queues(left.namespace, "4");
         install.cluster.kubectl().run("label", "namespace", optedIn.namespace, "kueue-managed=true").orFail();
+        // Without the right to read namespaces (an RBAC older than this setting), taken before the operator starts: it
+        // may meet a job of another namespace first, and that would start its watch of the namespaces.
+        Runnable giveBack = withoutTheRight(role -> role.setRules(role.getRules().stream()
+                .filter(r -> !r.getResources().equals(List.of("namespaces"))).toList()), "list", "namespaces", null);
         // An opt-in selector, as Kueue's configuration writes it (Helm value kueue.managedJobsNamespaceSelector); the
         // operator's ServiceAccount reads the namespaces' labels with the install's ClusterRole.
         try (OperatorProcess operator = install.newOperator(Map.of("torchjob.kueue.manage-jobs-without-queue-name", "true",
                 "torchjob.kueue.managed-jobs-namespace-selector", "{matchLabels: {kueue-managed: \"true\"}}"), true)) {
-            // Without the right to read namespaces (an RBAC older than this setting): the job waits, saying so, and
-            // goes on once the right is back; it never runs around the queue.
-            waitsWithoutTheRight(optedIn, "queued", "FailedWatchNamespaces", role -> role.setRules(role.getRules().stream()
-                    .filter(r -> !r.getResources().equals(List.of("namespaces"))).toList()),
+            // The job waits, saying so, and goes on once the right is back; it never runs around the queue.
+            waitsWithoutTheRight(optedIn, "queued", "FailedWatchNamespaces", giveBack,
                     () -> optedIn.submit(t9kJobLabelled("queued", "{kueue.x-k8s.io/queue-name: user-queue}", 1, "100m")));
             await().atMost(WAIT).until(() -> workloadOf(optedIn, "queued") != null && names(optedIn, "queued-").size() == 2);
 
@@ -747,6 +751,8 @@ class KueueIT extends OwnOperators {
             assertNotNull(workloadOf(optedIn, "queued"));
             admin.namespaces().withName(optedIn.namespace).delete();
             admin.namespaces().withName(left.namespace).delete();
+        } finally {
+            giveBack.run();
         }
     }
 
@@ -931,17 +937,42 @@ class KueueIT extends OwnOperators {
             """;
 
     /**
-     * With the operator's ClusterRole narrowed, the job {@code submit} makes waits with {@code step}'s
-     * ReconcileError (the server's "forbidden"), and nothing of it runs; then the rules are given back.
+     * Narrows the operator's ClusterRole and waits until the API server denies the operator's ServiceAccount
+     * {@code verb} on {@code resource} (in {@code namespace}, or cluster-wide when null): the server's
+     * authorizer learns of the edit a moment later. Returns what gives the rules back (idempotent).
      */
-    void waitsWithoutTheRight(OperatorHarness cluster, String job, String step,
-            java.util.function.Consumer<io.fabric8.kubernetes.api.model.rbac.ClusterRole> narrow, Runnable submit) {
+    Runnable withoutTheRight(java.util.function.Consumer<io.fabric8.kubernetes.api.model.rbac.ClusterRole> narrow,
+            String verb, String resource, String namespace) {
         var rbac = admin.rbac().clusterRoles().withName("torchjob-operator");
-        var granted = rbac.get();
+        var granted = rbac.get().getRules();
+        Runnable giveBack = () -> rbac.edit(role -> {
+            role.setRules(granted);
+            return role;
+        });
         rbac.edit(role -> {
             narrow.accept(role);
             return role;
         });
+        List<String> canI = new java.util.ArrayList<>(List.of("auth", "can-i", verb, resource, "--as",
+                "system:serviceaccount:" + OperatorInstall.OPERATOR_NAMESPACE + ":" + OperatorInstall.SERVICE_ACCOUNT));
+        if (namespace != null) {
+            canI.addAll(List.of("-n", namespace));
+        }
+        try {
+            await("the API server denies " + verb + " " + resource).atMost(WAIT)
+                    .until(() -> install.cluster.kubectl().run(canI.toArray(String[]::new)).out().strip().equals("no"));
+        } catch (RuntimeException | Error e) {
+            giveBack.run();
+            throw e;
+        }
+        return giveBack;
+    }
+
+    /**
+     * Without a right ({@link #withoutTheRight}), the job {@code submit} makes waits with {@code step}'s
+     * ReconcileError (the server's "forbidden"), and nothing of it runs; then the rules are given back.
+     */
+    void waitsWithoutTheRight(OperatorHarness cluster, String job, String step, Runnable giveBack, Runnable submit) {
         try {
             submit.run();
             cluster.awaitJob(job, j -> step.equals(reasonOf(j, JobCondition.RECONCILE_ERROR)));
@@ -950,10 +981,7 @@ class KueueIT extends OwnOperators {
             await("nothing of it runs").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
                     .until(() -> names(cluster, job + "-").isEmpty() && workloadOf(cluster, job) == null);
         } finally {
-            rbac.edit(role -> {
-                role.setRules(granted.getRules());
-                return role;
-            });
+            giveBack.run();
         }
     }
 
