@@ -4,7 +4,11 @@ import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
+
+import org.awaitility.core.ConditionTimeoutException;
 
 import dev.torchjob.operator.api.JobCondition;
 import dev.torchjob.operator.api.PyTorchTrainingJob;
@@ -117,17 +121,17 @@ public final class OperatorHarness {
     }
 
     public void awaitPods(int count) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> pods().size() == count);
+        awaitOr(count + " pods", this::podsSeen, () -> pods().size() == count);
     }
 
     public void awaitPodNames(String... names) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100))
-                .until(() -> pods().stream().map(p -> p.getMetadata().getName()).sorted().toList().equals(List.of(names)));
+        awaitOr("pods " + List.of(names), this::podsSeen,
+                () -> pods().stream().map(p -> p.getMetadata().getName()).sorted().toList().equals(List.of(names)));
     }
 
     /** Waits for the pod to be replaced by a pod with another UID. */
     public Pod awaitNewPod(String name, String oldUid) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+        awaitOr("pod " + name + " replaced", this::podsSeen, () -> {
             Pod pod = pod(name);
             return pod != null && !pod.getMetadata().getUid().equals(oldUid);
         });
@@ -135,11 +139,15 @@ public final class OperatorHarness {
     }
 
     public PyTorchTrainingJob awaitPhase(String name, JobPhase phase) {
-        return awaitJob(name, j -> j.getStatus() != null && j.getStatus().phase == phase);
+        return awaitJob(name, "phase " + phase, j -> j.getStatus() != null && j.getStatus().phase == phase);
     }
 
     public PyTorchTrainingJob awaitJob(String name, Predicate<PyTorchTrainingJob> condition) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+        return awaitJob(name, "as awaited", condition);
+    }
+
+    private PyTorchTrainingJob awaitJob(String name, String awaited, Predicate<PyTorchTrainingJob> condition) {
+        awaitOr("job " + name + " " + awaited, () -> jobSeen(name), () -> {
             PyTorchTrainingJob job = job(name);
             return job != null && condition.test(job);
         });
@@ -147,7 +155,7 @@ public final class OperatorHarness {
     }
 
     public void awaitEvent(String reason, String messagePart) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> events().stream()
+        awaitOr("event " + reason + " saying \"" + messagePart + "\"", this::eventsSeen, () -> events().stream()
                 .anyMatch(e -> reason.equals(e.getReason()) && e.getMessage().contains(messagePart)));
     }
 
@@ -167,7 +175,7 @@ public final class OperatorHarness {
     }
 
     public PyTorchJob awaitPyTorchJob(String name, Predicate<PyTorchJob> condition) {
-        await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+        awaitOr("PyTorchJob " + name + " as awaited", () -> pytorchJobSeen(name), () -> {
             PyTorchJob job = pytorchJob(name);
             return job != null && job.getStatus() != null && condition.test(job);
         });
@@ -178,6 +186,62 @@ public final class OperatorHarness {
     public PyTorchJob awaitState(String name, String state) {
         return awaitPyTorchJob(name, j -> !j.getStatus().conditions.isEmpty()
                 && state.equals(j.getStatus().conditions.get(j.getStatus().conditions.size() - 1).type));
+    }
+
+    /**
+     * Waits up to {@link #WAIT} for {@code condition}; past it, fails with what was awaited and what was last
+     * seen, on one line: the summary of a CI run shows that line, and a flaky wait is understood from it.
+     */
+    private void awaitOr(String awaited, Supplier<String> lastSeen, Callable<Boolean> condition) {
+        try {
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(condition);
+        } catch (ConditionTimeoutException e) {
+            String seen;
+            try {
+                seen = lastSeen.get();
+            } catch (RuntimeException unread) {
+                seen = "(could not be read: " + unread.getMessage() + ")";
+            }
+            throw new AssertionError(awaited + ", not within " + WAIT.toSeconds() + " s; last seen: " + seen, e);
+        }
+    }
+
+    private String jobSeen(String name) {
+        PyTorchTrainingJob job = job(name);
+        if (job == null) {
+            return "no job " + name + "; " + podsSeen();
+        }
+        String conditions = job.getStatus() == null ? "no status" : "phase " + job.getStatus().phase + ", "
+                + job.getStatus().conditions.stream().filter(c -> "True".equals(c.status))
+                        .map(c -> conditionSeen(c.type, c.reason, c.message)).toList();
+        return conditions + "; " + podsSeen() + "; " + eventsSeen();
+    }
+
+    private String pytorchJobSeen(String name) {
+        PyTorchJob job = pytorchJob(name);
+        if (job == null) {
+            return "no PyTorchJob " + name + "; " + podsSeen();
+        }
+        String conditions = job.getStatus() == null ? "no status" : job.getStatus().conditions.stream()
+                .filter(c -> "True".equals(c.status)).map(c -> conditionSeen(c.type, c.reason, c.message)).toList().toString();
+        return conditions + "; " + podsSeen() + "; " + eventsSeen();
+    }
+
+    private static String conditionSeen(String type, String reason, String message) {
+        String said = message == null ? "" : message.lines().findFirst().orElse("");
+        return type + "/" + reason + (said.isEmpty() ? "" : " \"" + (said.length() > 160 ? said.substring(0, 160) + "…" : said) + "\"");
+    }
+
+    private String podsSeen() {
+        return "pods " + pods().stream().map(p -> p.getMetadata().getName() + " " + (p.getStatus() == null ? null : p.getStatus().getPhase()))
+                .sorted().toList();
+    }
+
+    /** The namespace's last Warning events: what the operator said went wrong. */
+    private String eventsSeen() {
+        List<String> warnings = events().stream().filter(e -> "Warning".equals(e.getType()))
+                .map(e -> e.getReason() + " x" + (e.getCount() == null ? 1 : e.getCount())).toList();
+        return "warnings " + (warnings.size() > 8 ? warnings.subList(warnings.size() - 8, warnings.size()) : warnings);
     }
 
     public List<String> serviceNames() {
