@@ -140,7 +140,12 @@ public final class RealNodeJobs {
     }
 
     public static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase) {
-        await().atMost(TRAINING).pollInterval(Duration.ofSeconds(1)).until(() -> {
+        return awaitT9k(ns, name, phase, TRAINING);
+    }
+
+    /** As {@link #awaitT9k(String, String, JobPhase)}, within {@code within}. */
+    public static PyTorchTrainingJob awaitT9k(String ns, String name, JobPhase phase, Duration within) {
+        await().atMost(within).pollInterval(Duration.ofSeconds(1)).until(() -> {
             PyTorchTrainingJob job = t9k(ns, name);
             return job != null && job.getStatus() != null && job.getStatus().phase != null && job.getStatus().phase.isTerminal();
         });
@@ -177,6 +182,13 @@ public final class RealNodeJobs {
         Matcher m = Pattern.compile("final accuracy ([0-9.]+)").matcher(log);
         assertTrue(m.find(), "a final accuracy in " + log);
         return m.group(1);
+    }
+
+    /** When the first event of {@code reason} in the namespace was written (to the second, as the operator writes it). */
+    public static java.time.Instant eventAt(String ns, String reason) {
+        return admin().v1().events().inNamespace(ns).list().getItems().stream().filter(e -> reason.equals(e.getReason()))
+                .map(e -> java.time.Instant.parse(e.getFirstTimestamp())).min(java.util.Comparator.naturalOrder())
+                .orElseThrow(() -> new AssertionError("no " + reason + " event in " + ns));
     }
 
     /** The messages of the job events with this reason (all of them for null). */
