@@ -155,7 +155,7 @@ public final class OperatorHarness {
     }
 
     public void awaitEvent(String reason, String messagePart) {
-        awaitOr("event " + reason + " saying \"" + messagePart + "\"", this::eventsSeen, () -> events().stream()
+        awaitOr("event " + reason + " saying \"" + messagePart + "\"", this::namespaceSeen, () -> events().stream()
                 .anyMatch(e -> reason.equals(e.getReason()) && e.getMessage().contains(messagePart)));
     }
 
@@ -235,6 +235,20 @@ public final class OperatorHarness {
     private String podsSeen() {
         return "pods " + pods().stream().map(p -> p.getMetadata().getName() + " " + (p.getStatus() == null ? null : p.getStatus().getPhase()))
                 .sorted().toList();
+    }
+
+    /** Every job of the namespace (either kind) as {@link #jobSeen} says one, its pods, and its last events of any type. */
+    private String namespaceSeen() {
+        List<String> jobs = new java.util.ArrayList<>();
+        client.resources(PyTorchTrainingJob.class).inNamespace(namespace).list().getItems().forEach(j -> jobs.add(j.getMetadata().getName()
+                + ": " + (j.getStatus() == null ? "no status" : "phase " + j.getStatus().phase + " " + j.getStatus().conditions.stream()
+                        .filter(c -> "True".equals(c.status)).map(c -> conditionSeen(c.type, c.reason, c.message)).toList())));
+        client.resources(PyTorchJob.class).inNamespace(namespace).list().getItems().forEach(j -> jobs.add(j.getMetadata().getName()
+                + ": " + (j.getStatus() == null ? "no status" : j.getStatus().conditions.stream()
+                        .filter(c -> "True".equals(c.status)).map(c -> conditionSeen(c.type, c.reason, c.message)).toList())));
+        List<String> said = events().stream().sorted(java.util.Comparator.comparing(e -> String.valueOf(e.getLastTimestamp()))).map(e -> e.getType() + " " + e.getReason() + " x" + (e.getCount() == null ? 1 : e.getCount()))
+                .toList();
+        return "jobs " + jobs + "; " + podsSeen() + "; events " + (said.size() > 8 ? said.subList(said.size() - 8, said.size()) : said);
     }
 
     /** The namespace's last Warning events: what the operator said went wrong. */
