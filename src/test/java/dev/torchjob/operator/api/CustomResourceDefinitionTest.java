@@ -19,6 +19,7 @@ import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition
 import io.fabric8.kubernetes.api.model.apiextensions.v1.JSONSchemaProps;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
@@ -26,7 +27,7 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
  * it during augmentation, before this test runs), and it gives kubectl what users need.
  */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 class CustomResourceDefinitionTest {
     static final Path GENERATED = Path.of("target/kubernetes/pytorchtrainingjobs.batch.tensorstack.dev-v1.yml");
 

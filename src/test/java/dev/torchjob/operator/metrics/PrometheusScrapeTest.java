@@ -23,6 +23,7 @@ import dev.torchjob.operator.testing.PrometheusServer;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
@@ -31,7 +32,7 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
  * alert rules must return data (no dead panel, no misspelled metric).
  */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 class PrometheusScrapeTest {
     static final String NS = "prom";
 

@@ -19,11 +19,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /** Spec §4, §6 (success) and §7 against the mock API server, the test acting as kubelet. */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 class JobSuccessTest {
     @Inject
     KubernetesClient client;

@@ -22,6 +22,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
@@ -33,7 +34,7 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
  * TORCHJOB_KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR).
  */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 @TestProfile(KueueConfiguredAlikeTest.SetAlike.class)
 class KueueConfiguredAlikeTest {
     public static class SetAlike implements QuarkusTestProfile {

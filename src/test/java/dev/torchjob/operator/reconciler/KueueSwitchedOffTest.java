@@ -17,11 +17,12 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /** An install that switched Kueue off (Helm value kueue.enabled=false, so no Kueue RBAC either). */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 @TestProfile(KueueSwitchedOffTest.KueueOff.class)
 class KueueSwitchedOffTest {
     public static class KueueOff implements QuarkusTestProfile {

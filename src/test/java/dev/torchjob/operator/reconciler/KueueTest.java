@@ -30,6 +30,7 @@ import io.fabric8.kubernetes.api.model.TolerationBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /**
@@ -37,7 +38,7 @@ import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
  * ({@link KueueStandIn}); the operator must speak the rest of the Workload protocol itself.
  */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KueueTest {
     static final String QUEUE = "team-a-user-queue";

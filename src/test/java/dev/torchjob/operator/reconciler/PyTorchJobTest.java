@@ -21,11 +21,12 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /** Kubeflow's PyTorchJob end to end: the operator against the mock API server, the test as kubelet. */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 class PyTorchJobTest {
     @Inject
     KubernetesClient client;

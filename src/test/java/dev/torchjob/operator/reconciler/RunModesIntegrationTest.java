@@ -21,11 +21,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinitionBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.quarkus.test.junit.QuarkusTest;
+import dev.torchjob.operator.testing.StatusWriteConflicts;
 import io.quarkus.test.kubernetes.client.WithKubernetesTestServer;
 
 /** Spec §8, §9 and §10 end to end against the mock API server. */
 @QuarkusTest
-@WithKubernetesTestServer(crud = true)
+@WithKubernetesTestServer(crud = true, setup = StatusWriteConflicts.class)
 class RunModesIntegrationTest {
     @Inject
     KubernetesClient client;
