@@ -30,10 +30,10 @@ import io.fabric8.kubernetes.api.model.Pod;
  * model), the state its status recorded, what is observed of it, and the time. No I/O.
  *
  * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
- * admission (the queue's gate, then the gang scheduler's); debug; the deadline; success; and
- * training, where stopped replicas restart or end the job: together for a job that restarts as a
- * group ({@link GroupRestarts}), one by one otherwise ({@link ReplicaRestarts}), and replicas whose pods
- * cannot start wait ({@link ReplicasCannotStart}). The steps share one {@link PassContext}; what a pass
+ * admission (the queue's gate, where a job not admitted waits as {@link QueueWait} says, then the gang
+ * scheduler's); debug; the deadline; success; and training, where stopped replicas restart or end the
+ * job: together for a job that restarts as a group ({@link GroupRestarts}), one by one otherwise
+ * ({@link ReplicaRestarts}), and replicas whose pods cannot start wait ({@link ReplicasCannotStart}). The steps share one {@link PassContext}; what a pass
  * decides to do accumulates in its {@link PassOutput}.
  */
 public final class Engine {
@@ -323,45 +323,9 @@ public final class Engine {
             if (job.elastic()) {
                 elasticReplicas = pods.size();
             }
-            Situation.Queued situation;
-            if (queue instanceof QueueAdmission.Waiting waiting) {
-                boolean requeued = pause == Pause.EVICTED;
-                situation = new Situation.Queued(waiting.queue(), requeued ? Situation.Queued.REQUEUED : Situation.Queued.WAITING,
-                        (requeued ? "Evicted earlier; waiting in LocalQueue " : "Waiting in LocalQueue ") + waiting.queue() + ": "
-                                + waiting.message(), pods.size());
-                if (waiting.deleteJobAt().isPresent() && pods.isEmpty()) {
-                    Instant at = waiting.deleteJobAt().get();
-                    if (now.isBefore(at)) {
-                        out.recheckAt(at);
-                    } else {
-                        // Kueue gave up on it (deactivated it) long enough ago: the job goes, as Kueue deletes its own.
-                        deleteJob = true;
-                        out.events.add(JobEvent.normal("Deleted", "Deleted: deactivated by Kueue and not reactivated by " + at
-                                + ", as its objectRetentionPolicies say; " + waiting.message()));
-                    }
-                }
-            } else if (queue instanceof QueueAdmission.Unavailable unavailable) {
-                situation = new Situation.Queued(unavailable.queue(), Situation.Queued.UNAVAILABLE, unavailable.message(), pods.size());
-                out.recheckAt(now.plus(ADMISSION_RECHECK));
-            } else if (queue instanceof QueueAdmission.NoQueueName unnamed) {
-                // No recheck: a label, or a default LocalQueue made in its namespace, brings the job back.
-                situation = new Situation.Queued("", Situation.Queued.NO_QUEUE_NAME, unnamed.message(), pods.size());
-            } else if (queue instanceof QueueAdmission.Invalid invalid) {
-                situation = new Situation.Queued(invalid.queue(), Situation.Queued.INVALID, "Not queued in LocalQueue " + invalid.queue()
-                        + ": " + invalid.message(), pods.size());
-            } else {
-                QueueAdmission.Evicted evicted = (QueueAdmission.Evicted) queue;
-                List<String> lingering = LingeringPod.saidOf(pods.values(), now, out);
-                situation = new Situation.Queued(evicted.queue(), Situation.Queued.EVICTED, "Evicted by Kueue (" + evicted.reason() + "): "
-                        + evicted.message() + (pods.isEmpty() ? "" : "; deleting " + pods.size() + " pod(s), none counted as a failure")
-                        + (lingering.isEmpty() ? "" : "; " + String.join("; ", lingering) + "; Kueue keeps the quota until they are gone"),
-                        pods.size());
-            }
-            if (!previous.queued()) {
-                out.events.add(queue instanceof QueueAdmission.Waiting ? JobEvent.normal("Queued", situation.message())
-                        : JobEvent.warning(situation.reason(), situation.message()));
-            }
-            return decided(situation);
+            QueueWait.Said said = QueueWait.of(queue, pause == Pause.EVICTED, previous.queued(), pods, now, out);
+            deleteJob = said.deleteJob();
+            return decided(said.situation());
         }
 
         /** Debug: the environment of a training replica, the debug command, no restarts, no outcome. */
