@@ -34,18 +34,14 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
-import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
-import io.javaoperatorsdk.operator.processing.event.source.IndexerResourceCache;
-import io.javaoperatorsdk.operator.processing.GroupVersionKind;
-import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 
 /**
  * The jobs' Workloads in the cluster (Kueue's API, read and written here only): whether Kueue is
- * installed, the Workload of a job from an informer that is started only once a queued job needs it
- * (a cluster without Kueue never watches for it), and the changes {@link WorkloadSync} decides; the
+ * installed, where a job stands with its queue (its Workload as {@link WorkloadInformers} hold it), and
+ * the changes {@link WorkloadSync} decides; the
  * objects an admission and a new Workload name are read by {@link ResourceFlavors} and
  * {@link WorkloadPriorities}.
  */
@@ -63,7 +59,7 @@ public class KueueWorkloads {
     Clock clock;
 
     @Inject
-    HeldWorkloads held;
+    WorkloadInformers informers;
 
     @Inject
     JobEventRecorder events;
@@ -90,8 +86,6 @@ public class KueueWorkloads {
     Optional<java.time.Duration> afterDeactivatedByKueue;
 
     private volatile ApiDiscovery discovery;
-    /** Controllers whose Workload informer is running. */
-    private final Set<String> watching = ConcurrentHashMap.newKeySet();
     /** Jobs whose Workload Kueue's own integration made (Kubeflow kind): that integration runs their queue. */
     private final Set<String> foreign = ConcurrentHashMap.newKeySet();
     /** Per job, the queue label edit last said (QueueMembership), so that each pass does not say it again. */
@@ -158,7 +152,7 @@ public class KueueWorkloads {
             return false;
         }
         // A job with a Workload first: it was taken in, and its namespace is not looked at again.
-        if (watching.contains(context.getControllerConfiguration().getName()) && workloadOf(job, context).isPresent()) {
+        if (informers.of(job, context).isPresent()) {
             return true;
         }
         if (enabled) {
@@ -198,9 +192,9 @@ public class KueueWorkloads {
                     + "installed in this cluster: install Kueue, or remove the label " + KueueWorkload.QUEUE_LABEL
                     + " to run the job without a queue."), Optional.empty(), Optional.empty(), label);
         }
-        watch(context, labels);
+        informers.watch(context, labels);
         String name = KueueWorkload.nameOf(job);
-        Optional<GenericKubernetesResource> workload = workloadOf(job, context);
+        Optional<GenericKubernetesResource> workload = informers.of(job, context);
         QueueMembership membership = QueueMembership.of(label, workload.map(KueueWorkloads::membershipOf),
                 QueueMembership.runsWithoutQueue(Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).values()));
         tell(job, membership.event());
@@ -249,12 +243,6 @@ public class KueueWorkloads {
             admission = new QueueAdmission.Waiting(queue.get(), "moving here from LocalQueue " + waiting.queue());
         }
         return new Observed(admission, workload, Optional.of(state), queue, maxExecutionSeconds);
-    }
-
-    private <J extends HasMetadata> Optional<GenericKubernetesResource> workloadOf(J job, Context<J> context) {
-        String name = KueueWorkload.nameOf(job);
-        return context.getSecondaryResources(GenericKubernetesResource.class).stream()
-                .filter(w -> name.equals(w.getMetadata().getName())).findFirst();
     }
 
     private static QueueMembership.Workload membershipOf(GenericKubernetesResource workload) {
@@ -397,76 +385,7 @@ public class KueueWorkloads {
         if (!enabled || !discovery().installed()) {
             return List.of();
         }
-        watching.add(controller);
-        LOG.infof("%s: watching Kueue Workloads", controller);
-        return List.of(new WorkloadInformer<>(configuration(context.getPrimaryResourceClass(), controller, labels), context));
-    }
-
-    /** Starts this controller's Workload informer, once: only this operator's Workloads, mapped to their job by its name label. */
-    private <J extends HasMetadata> void watch(Context<J> context, Labels labels) {
-        String controller = context.getControllerConfiguration().getName();
-        if (watching.contains(controller)) {
-            return;
-        }
-        synchronized (watching) {
-            if (watching.contains(controller)) {
-                return;
-            }
-            @SuppressWarnings("unchecked")
-            Class<J> jobKind = (Class<J>) context.getControllerConfiguration().getResourceClass();
-            var retriever = context.eventSourceRetriever();
-            retriever.dynamicallyRegisterEventSource(new WorkloadInformer<>(configuration(jobKind, controller, labels),
-                    retriever.eventSourceContextForDynamicRegistration()));
-            watching.add(controller);
-            LOG.infof("%s: watching Kueue Workloads", controller);
-        }
-    }
-
-    private static <J extends HasMetadata> InformerEventSourceConfiguration<GenericKubernetesResource> configuration(Class<J> jobKind,
-            String controller, Labels labels) {
-        return InformerEventSourceConfiguration.from(new GroupVersionKind("kueue.x-k8s.io", "v1beta2", "Workload"), jobKind)
-                .withName(controller + "-workloads")
-                .withLabelSelector(labels.selector())
-                .withNamespacesInheritedFromController()
-                .withSecondaryToPrimaryMapper((GenericKubernetesResource workload) -> {
-                    String job = workload.getMetadata().getLabels() == null ? null
-                            : workload.getMetadata().getLabels().get(labels.jobNameLabel());
-                    return job == null ? Set.of() : Set.of(new ResourceID(job, workload.getMetadata().getNamespace()));
-                })
-                .build();
-    }
-
-    /**
-     * The Workload informer of one controller; it also tells {@link HeldWorkloads} of every Workload
-     * being deleted that Kueue's finalizer still holds, so that one whose job is gone is let go.
-     */
-    private final class WorkloadInformer<J extends HasMetadata> extends InformerEventSource<GenericKubernetesResource, J> {
-        private final IndexerResourceCache<J> jobs;
-        private final Class<J> jobKind;
-
-        WorkloadInformer(InformerEventSourceConfiguration<GenericKubernetesResource> configuration, EventSourceContext<J> context) {
-            super(configuration, context);
-            this.jobs = context.getPrimaryCache();
-            this.jobKind = context.getPrimaryResourceClass();
-        }
-
-        @Override
-        public void onAdd(GenericKubernetesResource workload) {
-            super.onAdd(workload);
-            held.observed(workload, id -> jobs.get(id).orElse(null), jobKind);
-        }
-
-        @Override
-        public void onUpdate(GenericKubernetesResource before, GenericKubernetesResource workload) {
-            super.onUpdate(before, workload);
-            held.observed(workload, id -> jobs.get(id).orElse(null), jobKind);
-        }
-
-        @Override
-        public void onDelete(GenericKubernetesResource workload, boolean finalStateUnknown) {
-            super.onDelete(workload, finalStateUnknown);
-            held.gone(workload);
-        }
+        return List.of(informers.atStart(context, controller, labels));
     }
 
     private interface Call {
