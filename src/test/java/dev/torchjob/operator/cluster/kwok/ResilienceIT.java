@@ -24,6 +24,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.torchjob.operator.api.PyTorchTrainingJob;
+import dev.torchjob.operator.api.PyTorchTrainingJobStatus;
 import dev.torchjob.operator.cluster.ApiServerRelay;
 import dev.torchjob.operator.cluster.OperatorProcess;
 import dev.torchjob.operator.cluster.OperatorWrites;
@@ -259,26 +260,53 @@ class ResilienceIT extends OwnOperators {
     void aStatusRefusedForGoodIsSaidOnceAndRetriedWithBackOff(boolean serverSideApply) throws Exception {
         OperatorHarness cluster = install.harness(serverSideApply ? "refused-ssa" : "refused-update");
         String ns = cluster.namespace;
+        String refusal = "status writes are refused by the team's policy";
         try (RefusingPolicy refusing = RefusingPolicy.apply(kubectl, ns, "{apiGroups: [batch.tensorstack.dev], apiVersions: [\"*\"], "
-                + "operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}", "status writes are refused by the team's policy");
-                OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
-            Thread.sleep(2000); // the policy takes effect once the API server has loaded it
-            cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
-            cluster.awaitPods(3); // the pods are made; their status cannot be written
-            Thread.sleep(12_000);
-            long writes = OperatorWrites.read(install.cluster).count(w -> ns.equals(w.namespace())
-                    && "pytorchtrainingjobs/status".equals(w.resource()));
-            // Retried after 1, 1, 2, 4, 8 s (each try one write, the first also the condition's): 7 or so, not 24.
-            assertTrue(writes >= 3 && writes <= 9, writes + " status writes in about 13 s");
-            List<String> said = cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason()))
-                    .map(e -> e.getMessage()).toList();
-            assertEquals(1, said.size(), "said once: " + said);
-            assertTrue(said.get(0).contains("status writes are refused by the team's policy"), "in the server's words: " + said);
-            long aboutIt = Files.readAllLines(operator.log).stream().filter(l -> l.contains(ns + "/j")).count();
-            assertTrue(aboutIt <= 2, aboutIt + " log lines about the job: the refusal, and that it could not be recorded");
+                + "operations: [CREATE, UPDATE], resources: [pytorchtrainingjobs/status]}", refusal)) {
+            awaitStatusWritesRefused(cluster, refusal);
+            try (OperatorProcess operator = install.newOperator(Map.of("torchjob.server-side-apply", String.valueOf(serverSideApply)), false)) {
+                cluster.submit(OperatorHarness.job("j", "OnFailure", "{backoffLimit: 3}"));
+                cluster.awaitPods(3); // the pods are made; their status cannot be written
+                Thread.sleep(12_000);
+                long writes = OperatorWrites.read(install.cluster).count(w -> ns.equals(w.namespace())
+                        && "pytorchtrainingjobs/status".equals(w.resource()));
+                // Retried after 1, 1, 2, 4, 8 s (each try one write, the first also the condition's): 7 or so, not 24.
+                assertTrue(writes >= 3 && writes <= 9, writes + " status writes in about 13 s");
+                List<String> said = cluster.events().stream().filter(e -> "FailedStatusUpdate".equals(e.getReason()))
+                        .map(e -> e.getMessage()).toList();
+                assertEquals(1, said.size(), "said once: " + said);
+                assertTrue(said.get(0).contains(refusal), "in the server's words: " + said);
+                long aboutIt = Files.readAllLines(operator.log).stream().filter(l -> l.contains(ns + "/j")).count();
+                assertTrue(aboutIt <= 2, aboutIt + " log lines about the job: the refusal, and that it could not be recorded");
+            }
         } finally {
             admin.namespaces().withName(ns).delete();
         }
+    }
+
+    /**
+     * Returns once the API server enforces the policy (it loads a new one a moment after it is made): a status write
+     * of a job no operator looks at (none runs yet) is refused with its message. The job is deleted then.
+     */
+    static void awaitStatusWritesRefused(OperatorHarness cluster, String message) {
+        cluster.submit(OperatorHarness.job("probe", "OnFailure", "{}"));
+        AtomicInteger writes = new AtomicInteger();
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
+            PyTorchTrainingJob probe = cluster.job("probe");
+            probe.setStatus(new PyTorchTrainingJobStatus());
+            // A new count each time, so that every write changes the job.
+            probe.getStatus().backoffCount = writes.incrementAndGet();
+            try {
+                admin.resource(probe).updateStatus();
+                return false;
+            } catch (KubernetesClientException e) {
+                return String.valueOf(e.getMessage()).contains(message);
+            }
+        });
+        admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace).withName("probe").delete();
+        await().atMost(Duration.ofSeconds(30)).until(() -> admin.resources(PyTorchTrainingJob.class).inNamespace(cluster.namespace)
+                .withName("probe").get() == null);
+        System.out.printf("a status policy in force after %d probe writes%n", writes.get());
     }
 
     /** 409 answers to status writes on our jobs, from the API server's own request metrics. */
