@@ -40,10 +40,9 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
 
 /**
  * The jobs' Workloads in the cluster (Kueue's API, read and written here only): whether Kueue is
- * installed, where a job stands with its queue (its Workload as {@link WorkloadInformers} hold it), and
- * the changes {@link WorkloadSync} decides; the
- * objects an admission and a new Workload name are read by {@link ResourceFlavors} and
- * {@link WorkloadPriorities}.
+ * installed, where a job stands with its queue (its Workload as its controller's informer holds it,
+ * {@link WorkloadInformers}), and the changes {@link WorkloadSync} decides; the objects an admission and
+ * a new Workload name are read by {@link ResourceFlavors} and {@link WorkloadPriorities}.
  */
 @ApplicationScoped
 public class KueueWorkloads {
