@@ -33,8 +33,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * admission (the queue's gate, where a job not admitted waits as {@link QueueWait} says, then the gang
  * scheduler's); debug; the deadline; success; and training, where stopped replicas restart or end the
  * job: together for a job that restarts as a group ({@link GroupRestarts}), one by one otherwise
- * ({@link ReplicaRestarts}), and replicas whose pods cannot start wait ({@link ReplicasCannotStart}). The steps share one {@link PassContext}; what a pass
- * decides to do accumulates in its {@link PassOutput}.
+ * ({@link ReplicaRestarts}), and replicas whose pods cannot start wait ({@link ReplicasCannotStart}).
+ * The steps share one {@link PassContext}; what a pass decides to do accumulates in its {@link PassOutput}.
  */
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
