@@ -33,7 +33,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * admission (the queue's gate, where a job not admitted waits as {@link QueueWait} says, then the gang
  * scheduler's); debug; the deadline; success; and training, where stopped replicas restart or end the
  * job: together for a job that restarts as a group ({@link GroupRestarts}), one by one otherwise
- * ({@link ReplicaRestarts}), and replicas whose pods cannot start wait ({@link ReplicasCannotStart}).
+ * ({@link ReplicaRestarts}); missing replicas get new pods unless {@link NewPodsHold} says why not, and replicas whose
+ * pods cannot start wait ({@link ReplicasCannotStart}).
  * The steps share one {@link PassContext}; what a pass decides to do accumulates in its {@link PassOutput}.
  */
 public final class Engine {
@@ -206,30 +207,14 @@ public final class Engine {
             createService = !serviceExists;
             createPodGroup = podGroup == PodGroupState.MISSING;
             boolean pausedBefore = previous.pause() != Pause.NEVER;
-            // A group starts anew only once every pod of the old one is gone: a new rank must not reach an old
-            // master still shutting down (its name still resolves to it) and fail there.
-            boolean oldGroupLeft = job.restartsAsGroup() && pods.values().stream().anyMatch(ledger::isCounted);
-            boolean heldByGang = gang.hold().isPresent() && !missing.isEmpty();
-            // A group restart decided its own wait for the DNS when it counted the incident; anything else (a resume, a
-            // replica's restart) waits here.
-            Optional<Instant> oldMasterAddress = missing.isEmpty() || (job.restartsAsGroup() && ledger.hasEntries()) ? Optional.empty()
-                    : MasterAddress.oldAddressForgottenAt(context, topology);
-            oldMasterAddress.ifPresent(at -> {
-                out.recheckAt(at);
-                // Said once: on the pass that resumes the job, or the job's first (a job of this name deleted just before).
-                if (resuming || !previous.planned()) {
-                    out.events.add(JobEvent.normal(MasterAddress.WAITING_FOR_DNS, "New pods " + MasterAddress.waiting(topology, at)
-                            + (resuming ? ": the ranks looked it up before the job stopped."
-                                    : ": a pod of that name ended moments ago (a job of this name deleted just before?).")));
-                }
-            });
-            for (ReplicaSlot slot : oldGroupLeft || heldByGang || oldMasterAddress.isPresent() ? List.<ReplicaSlot>of() : missing) {
+            NewPodsHold hold = NewPodsHold.of(context, topology, missing, gang, resuming);
+            for (ReplicaSlot slot : hold.holds() ? List.<ReplicaSlot>of() : missing) {
                 out.creates.add(new PodRequest(slot, pausedBefore ? PodMode.RESUME : PodMode.TRAIN));
             }
             podsCreated("Created pods ");
             deadline().ifPresent(d -> out.recheckAt(d.plusSeconds(1)));
 
-            List<StartBlocker> cannotStart = replicasCannotStart.of(topology, heldByGang ? missing : List.of());
+            List<StartBlocker> cannotStart = replicasCannotStart.of(topology, hold.byGang() ? missing : List.of());
             replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
                 elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
