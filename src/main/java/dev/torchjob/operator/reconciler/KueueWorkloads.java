@@ -25,6 +25,7 @@ import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.ManagedJobsNamespaces;
 import dev.torchjob.operator.kueue.OwnerAncestry;
 import dev.torchjob.operator.kueue.QueueMembership;
+import dev.torchjob.operator.kueue.QueueStanding;
 import dev.torchjob.operator.kueue.WorkloadSync;
 import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -202,46 +203,25 @@ public class KueueWorkloads {
         }
         Optional<String> queue = membership.queue();
         if (membership.leaving()) {
-            return new Observed(new QueueAdmission.Waiting(queue.get(), "the label " + KueueWorkload.QUEUE_LABEL + " was removed: the job "
-                    + "leaves this queue and runs without one once its Workload " + name + " is gone"), workload, Optional.empty(), queue);
+            return new Observed(QueueStanding.of(queue.get(), name, true, Optional.empty(), workload, Optional.empty(), podSets,
+                    afterDeactivatedByKueue), workload, Optional.empty(), queue);
         }
         Optional<Integer> maxExecutionSeconds = Optional.empty();
-        String invalid = null;
+        Optional<String> invalid = Optional.empty();
         try {
             KueueWorkload.check(job, podSets);
             maxExecutionSeconds = KueueWorkload.maxExecutionSecondsOf(job);
         } catch (KueueWorkload.Invalid e) {
-            invalid = e.getMessage();
+            invalid = Optional.of(e.getMessage());
         }
-        if (workload.isEmpty()) {
-            if (invalid != null) {
-                return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.empty(), queue);
-            }
-            return new Observed(new QueueAdmission.Waiting(queue.get(), "its Workload " + name + " is being created"), workload,
-                    Optional.empty(), queue);
-        }
-        KueueAdmission.State state;
+        Optional<KueueAdmission.State> state;
         try {
-            state = KueueAdmission.of(workload.get(), flavors().namedIn(workload.get()));
+            state = workload.map(w -> KueueAdmission.of(w, flavors().namedIn(w)));
         } catch (KueueAdmission.MissingFlavor e) {
             throw new ApplyFailure("FailedAdmission", "Workload " + name, e);
         }
-        if (invalid != null && state instanceof KueueAdmission.Queued) {
-            // Waiting, the job says what is wrong; holding quota, it runs on as admitted (Kueue's webhook
-            // refuses such changes then, and the Workload is not changed while quota is held).
-            return new Observed(new QueueAdmission.Invalid(queue.get(), invalid), workload, Optional.of(state), queue);
-        }
-        QueueAdmission admission = KueueAdmission.toQueue(state, podSets);
-        if (admission instanceof QueueAdmission.Waiting waiting && afterDeactivatedByKueue.isPresent()) {
-            Optional<Instant> deleteAt = KueueAdmission.deactivatedByKueueSince(workload.get())
-                    .map(since -> since.plus(afterDeactivatedByKueue.get()));
-            admission = new QueueAdmission.Waiting(waiting.queue(), waiting.message(), deleteAt);
-        }
-        if (admission instanceof QueueAdmission.Waiting waiting && !waiting.queue().equals(queue.get())) {
-            // Moving while it waits: Kueue looks at it in the new queue once its Workload says so.
-            admission = new QueueAdmission.Waiting(queue.get(), "moving here from LocalQueue " + waiting.queue());
-        }
-        return new Observed(admission, workload, Optional.of(state), queue, maxExecutionSeconds);
+        QueueAdmission admission = QueueStanding.of(queue.get(), name, false, invalid, workload, state, podSets, afterDeactivatedByKueue);
+        return new Observed(admission, workload, state, queue, maxExecutionSeconds);
     }
 
     private static QueueMembership.Workload membershipOf(GenericKubernetesResource workload) {
