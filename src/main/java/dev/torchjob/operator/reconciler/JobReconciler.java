@@ -198,25 +198,18 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             return UpdateControl.noUpdate();
         }
         ResourceID id = ResourceID.fromResource(job);
-        KueueWorkloads.Observed queue;
-        List<KueueWorkload.PodSet> podSets = List.of();
+        Optional<QueueLook> look;
         try {
-            JobWithoutQueueName.Placement placement = queuedHere(job) ? withoutQueueName.place(job, () -> startedByStatus(job)
-                    || !Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).isEmpty(), context)
-                    : JobWithoutQueueName.Placement.AS_IS;
-            if (placement == JobWithoutQueueName.Placement.DEFAULT_QUEUE) {
-                // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
-                return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_LABEL);
-            }
-            boolean mayBeQueued = queuedHere(job) && kueue.mayBeQueued(job, context, podsCleanedUp(job));
-            podSets = mayBeQueued ? podSets(job) : List.of();
-            queue = mayBeQueued ? kueue.observe(job, podSets, workloadLabels(job), context)
-                    // Held; but a job that has a Workload (its label just removed) first leaves that queue.
-                    : placement == JobWithoutQueueName.Placement.HOLD ? KueueWorkloads.Observed.held(job)
-                    : KueueWorkloads.Observed.NOT_QUEUED;
+            look = lookAtQueue(job, context);
         } catch (ApplyFailure e) {
             return retryAfterRefusal(job, job.getStatus(), e, context);
         }
+        if (look.isEmpty()) {
+            // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
+            return UpdateControl.<J>noUpdate().rescheduleAfter(AFTER_LABEL);
+        }
+        KueueWorkloads.Observed queue = look.get().queue();
+        List<KueueWorkload.PodSet> podSets = look.get().podSets();
         Plan<S> plan = plan(job, context, clock, restartBackoff, createdPods, queue.admission());
         if (plan.after().phase() != null && plan.after().phase().isTerminal()) {
             createdPods.forget(id);
@@ -236,13 +229,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                     job.getMetadata().getName(), plan.after().phase(), plan.podsToCreate().size(), plan.podsToDelete().size(),
                     plan.statusChanged());
             executor.apply(job, plan, context);
-            if (queue.admission() instanceof QueueAdmission.Admitted && plan.before().queued()) {
-                Instant decidedAt = plan.decidedAt();
-                queue.waitingSince().ifPresent(since -> metrics.admitted(job, Duration.between(since, decidedAt)));
-            } else if (queue.admission() instanceof QueueAdmission.Evicted evicted && !plan.before().queued()
-                    && (plan.before().phase() == null || !plan.before().phase().isTerminal())) {
-                metrics.evicted(job, evicted.reason());
-            }
+            countAdmission(job, queue, plan);
             if (queue.queue().isPresent() && !plan.deleteJob()) {
                 settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
                         job.getMetadata().getUid(), context.getSecondaryResources(Pod.class),
@@ -271,6 +258,38 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
                 : Optional.of(plan.recheckAfter().filter(d -> d.compareTo(AFTER_CREATES) < 0).orElse(AFTER_CREATES));
         recheck.map(d -> d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d).ifPresent(control::rescheduleAfter);
         return control;
+    }
+
+    /** Where the job stands with its queue, and the podSets it asks with. */
+    private record QueueLook(KueueWorkloads.Observed queue, List<KueueWorkload.PodSet> podSets) {
+    }
+
+    /** The job's queue; empty when this pass put it in its namespace's default LocalQueue (its label). */
+    private Optional<QueueLook> lookAtQueue(J job, Context<J> context) {
+        JobWithoutQueueName.Placement placement = queuedHere(job) ? withoutQueueName.place(job, () -> startedByStatus(job)
+                || !Pods.ownedBy(job.getMetadata().getUid(), context.getSecondaryResources(Pod.class)).isEmpty(), context)
+                : JobWithoutQueueName.Placement.AS_IS;
+        if (placement == JobWithoutQueueName.Placement.DEFAULT_QUEUE) {
+            return Optional.empty();
+        }
+        if (queuedHere(job) && kueue.mayBeQueued(job, context, podsCleanedUp(job))) {
+            List<KueueWorkload.PodSet> podSets = podSets(job);
+            return Optional.of(new QueueLook(kueue.observe(job, podSets, workloadLabels(job), context), podSets));
+        }
+        // Held; but a job that has a Workload (its label just removed) first leaves that queue, above.
+        return Optional.of(new QueueLook(placement == JobWithoutQueueName.Placement.HOLD ? KueueWorkloads.Observed.held(job)
+                : KueueWorkloads.Observed.NOT_QUEUED, List.of()));
+    }
+
+    /** The queue's metrics, once the plan is applied: how long an admitted job waited, and an eviction of a running one. */
+    private void countAdmission(J job, KueueWorkloads.Observed queue, Plan<S> plan) {
+        if (queue.admission() instanceof QueueAdmission.Admitted && plan.before().queued()) {
+            Instant decidedAt = plan.decidedAt();
+            queue.waitingSince().ifPresent(since -> metrics.admitted(job, Duration.between(since, decidedAt)));
+        } else if (queue.admission() instanceof QueueAdmission.Evicted evicted && !plan.before().queued()
+                && (plan.before().phase() == null || !plan.before().phase().isTerminal())) {
+            metrics.evicted(job, evicted.reason());
+        }
     }
 
     /**
