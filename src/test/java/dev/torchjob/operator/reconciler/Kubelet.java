@@ -16,4 +16,12 @@ public interface Kubelet {
 
     /** The node evicted the pod (phase Failed, reason Evicted). */
     void evict(String podName);
+
+    /** What gloo says in a rank whose peer died mid-collective. */
+    String LOST_PEER = "RuntimeError: [gloo/transport/tcp/pair.cc:589] Read error [10.0.0.7]:29500: Connection reset by peer";
+
+    /** A peer of a rank that died mid-training: its collective lost that rank, and it exits 1 saying so, as every peer does. */
+    default void losePeer(String podName) {
+        fail(podName, 1, LOST_PEER);
+    }
 }
