@@ -7,6 +7,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -165,6 +166,15 @@ public final class KueueAdmission {
     /** Whether the Workload is finished (its job ended). */
     public static boolean finished(GenericKubernetesResource workload) {
         return condition(list(map(workload.getAdditionalProperties().get("status")).get("conditions")), "Finished").isPresent();
+    }
+
+    /** Since when the Workload's job has waited: the Workload's creation, or its last requeue after an eviction. */
+    public static Optional<Instant> waitingSince(GenericKubernetesResource workload) {
+        Instant created = StatusTime.parse(workload.getMetadata().getCreationTimestamp());
+        Instant requeued = list(map(workload.getAdditionalProperties().get("status")).get("conditions")).stream()
+                .filter(c -> "Requeued".equals(c.get("type"))).map(c -> StatusTime.parse(String.valueOf(c.get("lastTransitionTime"))))
+                .filter(Objects::nonNull).findFirst().orElse(null);
+        return Optional.ofNullable(requeued != null && (created == null || requeued.isAfter(created)) ? requeued : created);
     }
 
     /**

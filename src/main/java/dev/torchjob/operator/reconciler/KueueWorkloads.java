@@ -27,7 +27,6 @@ import dev.torchjob.operator.kueue.OwnerAncestry;
 import dev.torchjob.operator.kueue.QueueMembership;
 import dev.torchjob.operator.kueue.QueueStanding;
 import dev.torchjob.operator.kueue.WorkloadSync;
-import dev.torchjob.operator.status.StatusTime;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -117,15 +116,7 @@ public class KueueWorkloads {
 
         /** Since when the job has waited: its Workload's creation, or its last requeue after an eviction. */
         public Optional<Instant> waitingSince() {
-            return workload.map(w -> {
-                Instant created = StatusTime.parse(w.getMetadata().getCreationTimestamp());
-                Object status = w.getAdditionalProperties().get("status");
-                Object conditions = status instanceof Map<?, ?> s ? s.get("conditions") : null;
-                Instant requeued = conditions instanceof List<?> list ? list.stream().filter(c -> c instanceof Map<?, ?> m
-                        && "Requeued".equals(m.get("type"))).map(c -> StatusTime.parse(String.valueOf(((Map<?, ?>) c).get("lastTransitionTime"))))
-                        .filter(java.util.Objects::nonNull).findFirst().orElse(null) : null;
-                return requeued != null && (created == null || requeued.isAfter(created)) ? requeued : created;
-            });
+            return workload.flatMap(KueueAdmission::waitingSince);
         }
     }
 

@@ -369,6 +369,28 @@ class KueueProtocolTest {
     }
 
     @Test
+    void aJobHasWaitedSinceItsWorkloadWasMadeOrItsLastRequeue() {
+        GenericKubernetesResource waiting = workload("""
+                conditions:
+                - {type: QuotaReserved, status: "False", reason: Pending, message: "insufficient quota"}
+                """);
+        waiting.getMetadata().setCreationTimestamp("2026-12-01T10:00:00Z");
+        assertEquals(Optional.of(Instant.parse("2026-12-01T10:00:00Z")), KueueAdmission.waitingSince(waiting));
+
+        GenericKubernetesResource requeued = workload("""
+                conditions:
+                - {type: Requeued, status: "True", reason: Preempted, lastTransitionTime: "2026-12-01T11:30:00Z"}
+                """);
+        requeued.getMetadata().setCreationTimestamp("2026-12-01T10:00:00Z");
+        assertEquals(Optional.of(Instant.parse("2026-12-01T11:30:00Z")), KueueAdmission.waitingSince(requeued),
+                "the wait before its eviction was already counted");
+
+        requeued.getMetadata().setCreationTimestamp(null);
+        assertEquals(Optional.of(Instant.parse("2026-12-01T11:30:00Z")), KueueAdmission.waitingSince(requeued));
+        assertEquals(Optional.empty(), KueueAdmission.waitingSince(workload("conditions: []")), "nothing known: no figure");
+    }
+
+    @Test
     void onlyKueuesOwnDeactivationStartsTheTimeAfterWhichTheJobIsDeleted() {
         GenericKubernetesResource timedOut = workload("""
                 conditions:
