@@ -78,24 +78,52 @@ public class PlanExecutor {
     @ConfigProperty(name = "torchjob.server-side-apply", defaultValue = "true")
     boolean serverSideApply;
 
+    /**
+     * Applies the plan, in this order: its events, the status that records them, the deletes and applies, then
+     * (unless the job itself goes) the creates, and last the sidecars to stop.
+     */
     public <S, J extends CustomResource<?, S>> void apply(J job, Plan<S> plan, Context<J> context) {
-        // The events first, one after another in the plan's order (the cause before the outcome: readers
-        // that order by creation show them as decided), then the status that records what they report.
-        // A pass cut in between (a refused call, an operator killed) leaves the status as it was: the next
-        // pass decides the same again, names each event the same, and the API server keeps the first.
-        Map<String, Integer> saidOfReason = new HashMap<>();
-        for (JobEvent event : plan.events()) {
-            String identity = event.subject() != null ? event.subject() : "#" + saidOfReason.merge(event.reason(), 1, Integer::sum);
-            step(EVENT_STEP, "event " + event.reason(), () -> events.record(job, event,
-                    transition(plan) + "\n" + event.reason() + "\n" + identity));
-        }
+        say(job, plan);
         if (plan.statusChanged()) {
             writeStatus(job, plan.status(), context);
             metrics.statusWritten(job, plan); // counted once: when the transition is written
         } else {
             metrics.observe(job, plan.after());
         }
-        // Every delete and apply is awaited before any failure is rethrown.
+        deleteAndApply(job, plan, context);
+        if (plan.deleteJob()) {
+            // Its time to live is over: the garbage collector takes its pods and Services with it.
+            step("FailedDeleteJob", job.getKind() + " " + job.getMetadata().getName(),
+                    () -> client.resource(job).withPropagationPolicy(DeletionPropagation.BACKGROUND).delete());
+            return;
+        }
+        create(job, plan, context);
+        // Last: a refused stop (said like any refused step) holds nothing else of the pass back.
+        String namespace = job.getMetadata().getNamespace();
+        inParallel(plan.sidecarsToStop().stream().map(stop -> call(
+                () -> step("FailedStopSidecars", "pod " + stop.name(), () -> stopSidecars(namespace, stop)))).toList());
+    }
+
+    /**
+     * The events first, one after another in the plan's order (the cause before the outcome: readers that order by
+     * creation show them as decided), then the status that records what they report. A pass cut in between (a
+     * refused call, an operator killed) leaves the status as it was: the next pass decides the same again, names
+     * each event the same, and the API server keeps the first.
+     */
+    private <J extends HasMetadata> void say(J job, Plan<?> plan) {
+        Map<String, Integer> saidOfReason = new HashMap<>();
+        for (JobEvent event : plan.events()) {
+            String identity = event.subject() != null ? event.subject() : "#" + saidOfReason.merge(event.reason(), 1, Integer::sum);
+            step(EVENT_STEP, "event " + event.reason(), () -> events.record(job, event,
+                    transition(plan) + "\n" + event.reason() + "\n" + identity));
+        }
+    }
+
+    /**
+     * Pods, Services and other objects deleted, and objects applied (a PodGroup), in parallel: every call is awaited
+     * before any failure is rethrown.
+     */
+    private <J extends HasMetadata> void deleteAndApply(J job, Plan<?> plan, Context<?> context) {
         String namespace = job.getMetadata().getNamespace();
         List<Uni<Void>> deletesAndApplies = new ArrayList<>();
         plan.podsToDelete().forEach(deletion -> deletesAndApplies.add(call(
@@ -116,13 +144,14 @@ public class PlanExecutor {
                     }
                 }))));
         inParallel(deletesAndApplies);
-        if (plan.deleteJob()) {
-            // Its time to live is over: the garbage collector takes its pods and Services with it.
-            step("FailedDeleteJob", job.getKind() + " " + job.getMetadata().getName(),
-                    () -> client.resource(job).withPropagationPolicy(DeletionPropagation.BACKGROUND).delete());
-            return;
-        }
-        // The gang scheduler needs the PodGroup before it sees a pod; the Service only names the pods.
+    }
+
+    /**
+     * The PodGroup first (the gang scheduler needs it before it sees a pod), then the first pod alone, then the Services
+     * (they only name the pods) with the other pods; only the pods this pass did create are reported.
+     */
+    private <S, J extends CustomResource<?, S>> void create(J job, Plan<S> plan, Context<J> context) {
+        String namespace = job.getMetadata().getNamespace();
         plan.podGroupToCreate().ifPresent(podGroup -> step("FailedCreatePodGroup", "PodGroup " + podGroup.getMetadata().getName(),
                 () -> createIgnoringExisting(() -> podGroups.create(podGroup))));
         List<Uni<Void>> serviceCreates = plan.servicesToCreate().stream().map(service -> call(() -> step("FailedCreateService",
@@ -162,9 +191,6 @@ public class PlanExecutor {
                 }
             });
         }
-        // Last: a refused stop (said like any refused step) holds nothing else of the pass back.
-        inParallel(plan.sidecarsToStop().stream().map(stop -> call(
-                () -> step("FailedStopSidecars", "pod " + stop.name(), () -> stopSidecars(namespace, stop)))).toList());
     }
 
     /**
