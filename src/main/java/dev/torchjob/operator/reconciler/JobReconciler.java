@@ -84,6 +84,9 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     KueueWorkloads kueue;
 
     @Inject
+    WorkloadWrites workloads;
+
+    @Inject
     JobsWithoutQueueName withoutQueueName;
 
     @Inject
@@ -231,7 +234,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             executor.apply(job, plan, context);
             countAdmission(job, queue, plan);
             if (queue.queue().isPresent() && !plan.deleteJob()) {
-                settled = kueue.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
+                settled = workloads.sync(job, queue, WorkloadSync.Job.of(plan.after(), pauseRequested(job), podSets,
                         job.getMetadata().getUid(), context.getSecondaryResources(Pod.class),
                         plan.podsToDelete().stream().map(Plan.PodDeletion::name).collect(java.util.stream.Collectors.toSet()),
                         queue.maxExecutionSeconds(), KueueWorkload.queueOf(job)),
