@@ -31,7 +31,7 @@ import io.fabric8.kubernetes.api.model.Pod;
  *
  * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
  * admission (the queue's gate, where a job not admitted waits as {@link QueueWait} says, then the gang
- * scheduler's); debug; the deadline; success; and training, where stopped replicas restart or end the
+ * scheduler's); debug; the deadline; success (by the job's rule, {@link JobSuccess}); and training, where stopped replicas restart or end the
  * job: together for a job that restarts as a group ({@link GroupRestarts}), one by one otherwise
  * ({@link ReplicaRestarts}); missing replicas get new pods unless {@link NewPodsHold} says why not, and replicas whose
  * pods cannot start wait ({@link ReplicasCannotStart}).
@@ -166,7 +166,7 @@ public final class Engine {
                 return end(Outcome.DeadlineExceeded, "the job ran longer than runPolicy.activeDeadlineSeconds="
                         + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
             }
-            Optional<String> success = success(topology);
+            Optional<String> success = JobSuccess.of(job.successRule(), topology, pods, ledger);
             if (success.isPresent() && !(job.restartsAsGroup() && groupRestarts.failedBeforeSuccess(topology))) {
                 if (job.restartsAsGroup()) {
                     groupRestarts.countRestartsInPlaceBeforeSuccess(topology);
@@ -428,24 +428,6 @@ public final class Engine {
             return pods.values().stream().filter(Pods::runsOnlySidecars).filter(pod -> !deleted.contains(pod.getMetadata().getName()))
                     .map(pod -> new Plan.SidecarStop(pod.getMetadata().getName(), pod.getMetadata().getResourceVersion()))
                     .toList();
-        }
-
-        /** What made the job succeed, by its success rule; empty while it has not. */
-        private Optional<String> success(JobTopology topology) {
-            return switch (job.successRule()) {
-                case MASTER -> succeeded(topology.master()).map(pod -> "master pod " + pod + " succeeded");
-                case ANY_REPLICA -> topology.slots().stream().map(this::succeeded).flatMap(Optional::stream).findFirst()
-                        .map(pod -> "pod " + pod + " succeeded");
-                case ALL_REPLICAS -> topology.slots().stream().allMatch(slot -> succeeded(slot).isPresent())
-                        ? Optional.of("all " + topology.worldSize() + " replicas succeeded") : Optional.empty();
-            };
-        }
-
-        /** The replica's pod, if it succeeded (and that success is not a restart already counted). */
-        private Optional<String> succeeded(ReplicaSlot slot) {
-            Pod pod = pods.get(slot.podName());
-            return pod != null && "Succeeded".equals(Pods.phase(pod)) && !ledger.isCounted(pod) ? Optional.of(slot.podName())
-                    : Optional.empty();
         }
 
         private boolean isRunningOrDone(ReplicaSlot slot, Pod pod) {
