@@ -56,43 +56,21 @@ public final class KubeflowPlanner {
     private KubeflowPlanner() {
     }
 
-    /**
-     * One pass. {@code services}: the names of the job's Services that exist; {@code createdPods}:
-     * pods this operator created that no status named yet (see {@link Observation}).
-     */
+    /** One pass of a job with no autoscaler, queue, gang scheduler or pods removed lately: a dry run, another controller's pods. */
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services, Instant now,
             Map<String, String> createdPods, RestartBackoff backoff) {
-        return plan(job, pods, services, Optional.empty(), now, createdPods, backoff);
+        return plan(job, pods, services, Optional.empty(), now, createdPods, backoff, QueueAdmission.NOT_QUEUED, Map.of(),
+                GangObservation.NONE, Map.of());
     }
 
-    /** {@code autoscaler}: the job's HorizontalPodAutoscaler as observed (elastic jobs with metrics). */
-    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
-            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff) {
-        return plan(job, pods, services, autoscaler, now, createdPods, backoff, QueueAdmission.NOT_QUEUED);
-    }
-
-    /** {@code queue}: where the job stands with its queue (Kueue). */
-    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
-            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
-            QueueAdmission queue) {
-        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, Map.of());
-    }
-
-    /** {@code podWarnings}: the Warning events of pods slow to start (see {@link Observation}). */
-    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
-            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
-            QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings) {
-        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, podWarnings, GangObservation.NONE);
-    }
-
-    /** {@code gang}: the operator's gang scheduler and the job's PodGroup (Kubeflow's --gang-scheduler-name). */
-    public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
-            Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
-            QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, GangObservation gang) {
-        return plan(job, pods, services, autoscaler, now, createdPods, backoff, queue, podWarnings, gang, Map.of());
-    }
-
-    /** {@code gonePods}: the job's pods removed lately, as last seen (see {@link Observation}). */
+    /**
+     * One pass. {@code services}: the names of the job's Services that exist; {@code autoscaler}: its
+     * HorizontalPodAutoscaler as observed (elastic jobs with metrics); {@code createdPods}: pods this operator
+     * created that no status named yet, {@code podWarnings}: the Warning events of pods slow to start,
+     * {@code gonePods}: the job's pods removed lately, as last seen (see {@link Observation}); {@code queue}:
+     * where the job stands with its queue (Kueue); {@code gang}: the operator's gang scheduler and the job's
+     * PodGroup (Kubeflow's --gang-scheduler-name).
+     */
     public static Plan<PyTorchJobStatus> plan(PyTorchJob job, Collection<Pod> pods, Set<String> services,
             Optional<HorizontalPodAutoscaler> autoscaler, Instant now, Map<String, String> createdPods, RestartBackoff backoff,
             QueueAdmission queue, Map<String, List<StartBlocker.PodWarning>> podWarnings, GangObservation gang,
@@ -116,6 +94,30 @@ public final class KubeflowPlanner {
         Decision decision = Engine.decide(model, before, observation, wording(job.getMetadata().getName(), gangScheduler), backoff);
         List<Plan.JobEvent> events = new ArrayList<>(decision.events());
 
+        ToCreate created = toCreate(job, model, decision, services, queue, gang, events);
+        // A replica's Service goes with its pod when the pod goes for good; a restart keeps it.
+        List<String> servicesToDelete = decision.podsToDelete().stream().filter(d -> d.reason() != DeletionReason.RESTART)
+                .map(Plan.PodDeletion::name).filter(services::contains).toList();
+        Companions companions = companions(job, model, decision, autoscaler, gang);
+
+        PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
+        PyTorchJobStatus next = status(job, previous, decision, pods);
+        boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
+        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), created.services(), servicesToDelete,
+                Optional.empty(), created.pods(), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
+                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), companions.apply(), companions.delete());
+    }
+
+    /** The pods and Services a pass creates, as Kubeflow makes them. */
+    private record ToCreate(List<Pod> pods, List<Service> services) {
+    }
+
+    /**
+     * The pods the decision asks for (with the gang scheduler's fields and the queue's admission) and the
+     * missing Services; a template the gang scheduler cannot follow is said in {@code events}.
+     */
+    private static ToCreate toCreate(PyTorchJob job, TrainingJob model, Decision decision, Set<String> services, QueueAdmission queue,
+            GangObservation gang, List<Plan.JobEvent> events) {
         List<Pod> podsToCreate = new ArrayList<>();
         List<Service> servicesToCreate = new ArrayList<>();
         if (decision.createService() || !decision.podsToCreate().isEmpty()) {
@@ -125,14 +127,14 @@ public final class KubeflowPlanner {
                     : QueueAdmission.PodAdmission.NONE;
             for (var request : decision.podsToCreate()) {
                 Pod pod = templates.pod(request.slot());
-                gangScheduler.ifPresent(scheduler -> scheduler.decorate(pod, job, request.slot().type(), gang.podGroup()));
+                gang.scheduler().ifPresent(scheduler -> scheduler.decorate(pod, job, request.slot().type(), gang.podGroup()));
                 podsToCreate.add(admission.admit(request.slot().type(), pod));
             }
-            gangScheduler.map(scheduler -> scheduler.typesWithAnotherScheduler(job)).filter(types -> !types.isEmpty() && !podsToCreate.isEmpty())
+            gang.scheduler().map(scheduler -> scheduler.typesWithAnotherScheduler(job)).filter(types -> !types.isEmpty() && !podsToCreate.isEmpty())
                     .ifPresent(types -> events.add(Plan.JobEvent.warning("SetPodTemplateSchedulerName", "Another scheduler is specified in "
                             + String.join(" and ", types) + "'s template when gang-scheduling is enabled and it will not be overwritten;"
                             + " those pods are not gang-scheduled")));
-            gangScheduler.map(scheduler -> scheduler.typesWithAnotherPriority(job, gang.podGroup())).filter(types -> !types.isEmpty()
+            gang.scheduler().map(scheduler -> scheduler.typesWithAnotherPriority(job, gang.podGroup())).filter(types -> !types.isEmpty()
                     && !podsToCreate.isEmpty()).ifPresent(types -> events.add(Plan.JobEvent.warning("SetPodTemplatePriorityClassName",
                             "A gang is scheduled at one priority: " + String.join(" and ", types) + "'s pods get the PodGroup's priority class ("
                             + Optional.ofNullable(podsToCreate.get(0).getSpec().getPriorityClassName()).orElse("none")
@@ -141,10 +143,15 @@ public final class KubeflowPlanner {
                 topology.slots().stream().filter(slot -> !services.contains(slot.podName())).forEach(slot -> servicesToCreate.add(templates.service(slot)));
             }
         }
-        // A replica's Service goes with its pod when the pod goes for good; a restart keeps it.
-        List<String> servicesToDelete = decision.podsToDelete().stream().filter(d -> d.reason() != DeletionReason.RESTART)
-                .map(Plan.PodDeletion::name).filter(services::contains).toList();
+        return new ToCreate(List.copyOf(podsToCreate), List.copyOf(servicesToCreate));
+    }
 
+    /** What follows the job beside its pods: its elastic autoscaler and its gang's PodGroup, applied or deleted. */
+    private record Companions(List<HasMetadata> apply, List<HasMetadata> delete) {
+    }
+
+    private static Companions companions(PyTorchJob job, TrainingJob model, Decision decision, Optional<HorizontalPodAutoscaler> autoscaler,
+            GangObservation gang) {
         // The elastic autoscaler follows the spec while the job is active; a suspended job has none.
         List<HasMetadata> apply = new ArrayList<>();
         List<HasMetadata> delete = new ArrayList<>();
@@ -160,8 +167,8 @@ public final class KubeflowPlanner {
         }
         // The gang's PodGroup follows the spec while the job is active (minMember through elastic scaling);
         // the end and a suspension delete it, as Kubeflow does.
-        if (gangScheduler.isPresent() && gang.apiInstalled()) {
-            GangScheduler scheduler = gangScheduler.get();
+        if (gang.scheduler().isPresent() && gang.apiInstalled()) {
+            GangScheduler scheduler = gang.scheduler().get();
             if (active) {
                 var podGroup = scheduler.podGroup(job, gang.podGroup());
                 if (gang.podGroup().isEmpty() || !GangScheduler.hasSpec(gang.podGroup().get(), podGroup)) {
@@ -172,13 +179,7 @@ public final class KubeflowPlanner {
                 gang.podGroup().filter(podGroup -> podGroup.getMetadata().getDeletionTimestamp() == null).ifPresent(delete::add);
             }
         }
-
-        PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
-        PyTorchJobStatus next = status(job, previous, decision, pods);
-        boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
-        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), List.copyOf(servicesToCreate), servicesToDelete,
-                Optional.empty(), List.copyOf(podsToCreate), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
-                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.copyOf(apply), List.copyOf(delete));
+        return new Companions(List.copyOf(apply), List.copyOf(delete));
     }
 
     /**

@@ -50,7 +50,7 @@ final class KubeflowCluster {
         GangObservation gang = gangScheduler.isEmpty() ? GangObservation.NONE
                 : new GangObservation(gangScheduler, podGroupApi, java.util.Optional.ofNullable(podGroup));
         Plan<PyTorchJobStatus> plan = KubeflowPlanner.plan(job, new ArrayList<>(pods.values()), services,
-                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff, queue, Map.of(), gang);
+                java.util.Optional.ofNullable(autoscaler), now, Map.of(), backoff, queue, Map.of(), gang, Map.of());
         plans.add(plan);
         for (var object : plan.objectsToDelete()) {
             if (object instanceof GenericKubernetesResource) {
