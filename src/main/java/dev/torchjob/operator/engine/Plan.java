@@ -74,6 +74,30 @@ public record Plan<S>(
                 next.restarts, next.recheckAfter, next.deleteJob, next.objectsToApply, next.objectsToDelete);
     }
 
+    /**
+     * The plan of a pass: what the engine decided ({@code decision}: deletions, sidecar stops, restarts counted,
+     * when to look again) and what the API's adapter made of it ({@code objects}, the status, the events to say).
+     */
+    public static <S> Plan<S> of(Decision decision, JobState before, S status, boolean statusChanged, List<JobEvent> events,
+            ApiObjects objects) {
+        return new Plan<>(status, statusChanged, before, decision.state(), decision.decidedAt(), objects.servicesToCreate(),
+                objects.servicesToDelete(), objects.podGroupToCreate(), objects.podsToCreate(), decision.podsToDelete(),
+                decision.sidecarsToStop(), List.copyOf(events), decision.podsCreated(), decision.restarts(), decision.recheckAfter(),
+                decision.deleteJob(), objects.objectsToApply(), objects.objectsToDelete());
+    }
+
+    /** The objects of the job's API a pass creates or removes beside its pod deletions, as the adapter made them. */
+    public record ApiObjects(List<Pod> podsToCreate, List<Service> servicesToCreate, List<String> servicesToDelete,
+            Optional<GenericKubernetesResource> podGroupToCreate, List<HasMetadata> objectsToApply, List<HasMetadata> objectsToDelete) {
+        public ApiObjects {
+            podsToCreate = List.copyOf(podsToCreate);
+            servicesToCreate = List.copyOf(servicesToCreate);
+            servicesToDelete = List.copyOf(servicesToDelete);
+            objectsToApply = List.copyOf(objectsToApply);
+            objectsToDelete = List.copyOf(objectsToDelete);
+        }
+    }
+
     /** A pass that changes nothing: the job is another controller's to run. */
     public static <S> Plan<S> nothing(S status, JobState state, Instant now) {
         return new Plan<>(status, false, state, state, now, List.of(), List.of(), Optional.empty(), List.of(), List.of(), List.of(),

@@ -103,9 +103,8 @@ public final class KubeflowPlanner {
         PyTorchJobStatus previous = job.getStatus() == null ? new PyTorchJobStatus() : job.getStatus();
         PyTorchJobStatus next = status(job, previous, decision, pods);
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
-        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), created.services(), servicesToDelete,
-                Optional.empty(), created.pods(), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
-                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), companions.apply(), companions.delete());
+        return Plan.of(decision, before, next, changed, events, new Plan.ApiObjects(created.pods(), created.services(), servicesToDelete,
+                Optional.empty(), companions.apply(), companions.delete()));
     }
 
     /** The pods and Services a pass creates, as Kubeflow makes them. */
