@@ -224,26 +224,9 @@ public final class Engine {
             initialized = allCreated || previous.initialized();
             running = allRunning || previous.running();
             phase = running ? JobPhase.Running : pausedBefore ? JobPhase.Resuming : JobPhase.Pending;
-            Optional<String> underWay = groupRestarts.underWay();
-            // A replica whose pod its kubelet refused is being replaced, not restarted: it is said as one that cannot start.
-            Set<String> refused = replicaGroups.stream().flatMap(group -> group.replicas().stream())
-                    .filter(replica -> replica.refusalsInARow() > 0).map(ReplicaState::name).collect(Collectors.toSet());
-            List<JobState.CountedRestart> restarting = ledger.entries().stream().filter(entry -> !refused.contains(entry.pod())).toList();
-            boolean replicaFailure = !failures.isEmpty() || !restarting.isEmpty() || underWay.isPresent();
-            return decided(new Situation.Active(replicaFailure, underWay.orElseGet(() -> replicaFailureMessage(failures, restarting)),
-                    cannotStart));
-        }
-
-        private String replicaFailureMessage(List<Stopped> failures, List<JobState.CountedRestart> restarting) {
-            if (!failures.isEmpty()) {
-                return failures.stream().map(s -> s.ending().describe()).collect(Collectors.joining("; "));
-            }
-            if (!restarting.isEmpty()) {
-                return "Restarting " + restarting.stream()
-                        .map(c -> c.restartAt() != null && now.isBefore(c.restartAt()) ? c.pod() + " at " + c.restartAt() : c.pod())
-                        .collect(Collectors.joining(", ")) + ".";
-            }
-            return "All replicas are healthy.";
+            ReplicaHealth health = ReplicaHealth.of(groupRestarts.underWay(), failures.stream().map(Stopped::ending).toList(),
+                    ledger.entries(), replicaGroups, now);
+            return decided(new Situation.Active(health.failing(), health.message(), cannotStart));
         }
 
         /** Pods beyond the replicas wanted (elastic scale-down) are deleted on purpose, never counted. */

@@ -7,6 +7,7 @@ import dev.torchjob.operator.engine.Decision;
 import dev.torchjob.operator.engine.JobState;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.QueueAdmission;
+import dev.torchjob.operator.engine.ReplicaHealth;
 import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.Wording;
 
@@ -22,7 +23,7 @@ final class T9kConditions {
     private static final String CREATED = "The job's Service and pods have been created.";
     private static final String NOT_FINISHED = "The job has not finished.";
     private static final String NOT_FAILED = "The job has not failed.";
-    private static final String HEALTHY = "All replicas are healthy.";
+    private static final String HEALTHY = ReplicaHealth.HEALTHY;
 
     private T9kConditions() {
     }

@@ -29,6 +29,7 @@ import dev.torchjob.operator.engine.Observation;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.Plan;
 import dev.torchjob.operator.engine.QueueAdmission;
+import dev.torchjob.operator.engine.ReplicaHealth;
 import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.engine.Situation;
 import dev.torchjob.operator.engine.TrainingJob;
@@ -113,9 +114,8 @@ public final class T9kPlanner {
         PyTorchTrainingJobStatus next = status(job, previous, decision, wording);
         specInForce(next, submitted, model, rejectedEdit, rejectedBefore, decision.decidedAt());
         boolean changed = !JSON.valueToTree(next).equals(JSON.valueToTree(previous));
-        return new Plan<>(next, changed, before, decision.state(), decision.decidedAt(), service == null ? List.of() : List.of(service), List.of(),
-                Optional.ofNullable(podGroup), List.copyOf(pods), decision.podsToDelete(), decision.sidecarsToStop(), List.copyOf(events),
-                decision.podsCreated(), decision.restarts(), decision.recheckAfter(), decision.deleteJob(), List.of(), List.of());
+        return Plan.of(decision, before, next, changed, events, new Plan.ApiObjects(pods, service == null ? List.of() : List.of(service),
+                List.of(), Optional.ofNullable(podGroup), List.of(), List.of()));
     }
 
     /**
@@ -142,7 +142,7 @@ public final class T9kPlanner {
                 before.group(group.type()) == null ? 0 : before.group(group.type()).restartCount(), group.replicas())).toList();
         JobState ran = new JobState(true, JobPhase.Running, ended.startTime(), null, before.backoffCount(), before.countedRestarts(),
                 groups, ended.elasticReplicas(), true, true, before.pause(), false, false, null);
-        return new Decision(ran, new Situation.Active(false, "All replicas are healthy."), false, false, false, List.of(), List.of(),
+        return new Decision(ran, new Situation.Active(false, ReplicaHealth.HEALTHY), false, false, false, List.of(), List.of(),
                 List.of(), List.of(), Optional.empty(), List.of(), Optional.of(Duration.ZERO), ending.decidedAt(), false, ending.queue());
     }
 
