@@ -1,6 +1,5 @@
 package dev.torchjob.operator.reconciler;
 
-import java.net.HttpURLConnection;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +19,6 @@ import dev.torchjob.operator.engine.RestartBackoff;
 import dev.torchjob.operator.kueue.JobWithoutQueueName;
 import dev.torchjob.operator.kueue.KueueWorkload;
 import dev.torchjob.operator.kueue.WorkloadSync;
-import dev.torchjob.operator.metrics.OperatorSdkMetrics;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.CustomResource;
@@ -41,24 +39,12 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
  * @param <J> the job kind
  * @param <S> its status
  */
-public abstract class JobReconciler<J extends CustomResource<?, S>, S> implements Reconciler<J> {
+public abstract class JobReconciler<J extends CustomResource<?, S>, S> implements Reconciler<J>, RefusalRetries.ErrorCondition<S> {
     private static final Logger LOG = Logger.getLogger(JobReconciler.class);
     /** Our own creates wake no pass (the informer's cache already shows them): look again this soon. */
     private static final Duration AFTER_CREATES = Duration.ofSeconds(2);
     /** A job just labelled with a queue is looked at again this soon if its label's event has not come. */
     private static final Duration AFTER_LABEL = Duration.ofSeconds(1);
-    /** Retries of a step the API server refused: as @GradualRetry retries any other error, 1 s doubling to 5 min. */
-    private static final Duration MIN_RETRY = Duration.ofSeconds(1);
-    private static final Duration MAX_RETRY = Duration.ofMinutes(5);
-    /**
-     * A pass that failed in a way the next one almost always gets past runs again this soon, quietly, up to
-     * so many times in a row before it is said as an error: a call lost to a connection closed under it
-     * (the HTTP client opens a new one meanwhile), a status update that met 409 because the cache was
-     * behind the server (the watch brings the newer job within milliseconds).
-     */
-    private static final Duration RUN_AGAIN_AFTER = Duration.ofMillis(100);
-    private static final int CLOSED_CONNECTIONS_NOT_SAID = 2;
-    private static final int STATUS_CONFLICTS_NOT_SAID = 10;
     /** A namespace seen being deleted: its jobs' passes do nothing for this long, then ask again. */
     private static final Duration NAMESPACE_ENDING = Duration.ofSeconds(30);
 
@@ -96,10 +82,10 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
     Refusals refusals;
 
     @Inject
-    PodWarnings podWarnings;
+    RefusalRetries refusalRetries;
 
     @Inject
-    OperatorSdkMetrics sdkMetrics;
+    PodWarnings podWarnings;
 
     @Inject
     JobMetrics metrics;
@@ -130,9 +116,6 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
      * A job held, paused or refused before its first pod has not started.
      */
     protected abstract boolean startedByStatus(J job);
-
-    /** The status with the ReconcileError condition set (message) or cleared (null); empty when it says so already. */
-    protected abstract Optional<S> withReconcileError(S status, String reason, String message);
 
     /** Which field of the stored status could not be read, if any. */
     protected abstract Optional<String> unreadableStatus(J job);
@@ -205,7 +188,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         try {
             look = lookAtQueue(job, context);
         } catch (ApplyFailure e) {
-            return retryAfterRefusal(job, job.getStatus(), e, context);
+            return refusalRetries.after(job, job.getStatus(), e, context, this);
         }
         if (look.isEmpty()) {
             // Put in its namespace's default LocalQueue: the label's own event brings the job back, queued.
@@ -246,7 +229,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             // status here would count a restart whose event this pass never sent). A first pass whose
             // creates failed before its status was written counted nothing: its status takes the condition.
             boolean planStatusWritten = plan.statusChanged() && PlanExecutor.statusWrittenBefore(e);
-            return retryAfterRefusal(job, planStatusWritten ? plan.status() : job.getStatus(), e, context);
+            return refusalRetries.after(job, planStatusWritten ? plan.status() : job.getStatus(), e, context, this);
         }
         // Applied in full: an error still on the job is over.
         refusals.over(job.getMetadata().getUid());
@@ -254,7 +237,7 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
         try {
             withReconcileError(applied, null, null).ifPresent(cleared -> executor.writeStatus(job, cleared, context));
         } catch (ApplyFailure e) {
-            return retryAfterRefusal(job, applied, e, context);
+            return refusalRetries.after(job, applied, e, context, this);
         }
         UpdateControl<J> control = UpdateControl.noUpdate();
         Optional<Duration> recheck = !created && plan.podsToCreate().isEmpty() && settled ? plan.recheckAfter()
@@ -294,102 +277,4 @@ public abstract class JobReconciler<J extends CustomResource<?, S>, S> implement
             metrics.evicted(job, evicted.reason());
         }
     }
-
-    /**
-     * A step the API server refused: said once per distinct error (the condition, a Warning event and
-     * one log line; retries repeat none of them), and the job looked at again after as long as the
-     * error has lasted (1 s, 2 s, 4 s, ... at most 5 min), read from the condition itself, so the
-     * back-off survives an operator restart, or from memory where the condition could not be written.
-     * Not thrown: the framework would log a stack trace at every retry, and a hundred refused jobs would
-     * drown the log. A job that is gone, or whose namespace is being deleted, is let go at once.
-     */
-    private UpdateControl<J> retryAfterRefusal(J job, S status, ApplyFailure failure, Context<J> context) {
-        String uid = job.getMetadata().getUid();
-        if (failure.namespaceTerminating()) {
-            refusals.namespaceEnding(job.getMetadata().getNamespace(), clock.instant());
-            refusals.over(uid);
-            LOG.debugf("%s %s/%s: its namespace is being deleted", job.getKind(), job.getMetadata().getNamespace(),
-                    job.getMetadata().getName());
-            return UpdateControl.noUpdate();
-        }
-        if (PlanExecutor.STATUS_STEP.equals(failure.reason()) && failure.code() == HttpURLConnection.HTTP_NOT_FOUND) {
-            refusals.over(uid); // deleted since the pass began: its deletion event ends what is left of it
-            LOG.debugf("%s %s/%s: gone", job.getKind(), job.getMetadata().getNamespace(), job.getMetadata().getName());
-            return UpdateControl.noUpdate();
-        }
-        if (failure.unanswered() && refusals.runAgainQuietly(uid, CLOSED_CONNECTIONS_NOT_SAID)) {
-            // Nothing the job or its user can act on, and the next pass almost always goes through (what the
-            // lost call did, if it reached the server, the next pass finds done: creates meet 409, the
-            // status is applied, events are named): no condition, no event, one line at info.
-            LOG.infof("%s %s/%s: %s (%s), before any answer; the pass runs again", job.getKind(),
-                    job.getMetadata().getNamespace(), job.getMetadata().getName(), failure.getMessage(), failure.reason());
-            return UpdateControl.<J>noUpdate().rescheduleAfter(RUN_AGAIN_AFTER);
-        }
-        if (PlanExecutor.STATUS_STEP.equals(failure.reason()) && failure.code() == HttpURLConnection.HTTP_CONFLICT
-                && refusals.runAgainQuietly(uid, STATUS_CONFLICTS_NOT_SAID)) {
-            // Someone edited the job (a label, the spec) after the version the cache holds: the pass runs again
-            // on the newer one, as Kubernetes controllers do on a conflict. Safe as after a closed connection:
-            // events are named, pods already made are found, restarts are counted by pod UID.
-            LOG.debugf("%s %s/%s: the job changed while the pass ran; it runs again", job.getKind(),
-                    job.getMetadata().getNamespace(), job.getMetadata().getName());
-            return UpdateControl.<J>noUpdate().rescheduleAfter(RUN_AGAIN_AFTER);
-        }
-        sdkMetrics.refusedReconciliation();
-        Optional<Refusals.Refusal> remembered = refusals.of(uid).filter(said -> said.sameAs(failure));
-        Optional<S> unwritten = withReconcileError(status, failure.reason(), failure.getMessage());
-        Optional<Instant> shown = unwritten.isEmpty() ? errorSince(status) : Optional.empty();
-        Instant since;
-        if (remembered.isPresent()) {
-            since = remembered.get().since();
-            if (unwritten.isPresent() && !PlanExecutor.STATUS_STEP.equals(failure.reason())) {
-                // Said, but the write of the condition failed on its own then (a closed connection, say): tried
-                // again, without a second event or log line. Not where the status write is the refused step.
-                writeCondition(job, unwritten.get(), context, false);
-            }
-        } else if (shown.isPresent()) {
-            since = shown.get();
-        } else {
-            since = say(job, status, failure, context);
-        }
-        refusals.said(uid, new Refusals.Refusal(failure.reason(), failure.getMessage(), since));
-        Duration lasted = Duration.between(since, clock.instant());
-        Duration delay = lasted.compareTo(MIN_RETRY) < 0 ? MIN_RETRY : lasted.compareTo(MAX_RETRY) > 0 ? MAX_RETRY : lasted;
-        return UpdateControl.<J>noUpdate().rescheduleAfter(delay);
-    }
-
-    /** A new refusal: one log line, a Warning event, the job's ReconcileError condition; returns since when it is said. */
-    private Instant say(J job, S status, ApplyFailure failure, Context<J> context) {
-        LOG.warnf("%s %s/%s: %s (%s); retried with back-off", job.getKind(), job.getMetadata().getNamespace(),
-                job.getMetadata().getName(), failure.getMessage(), failure.reason());
-        try {
-            // Named by the error and the job's version: an operator killed before the condition below was
-            // written says it again under the same name, which the API server keeps once.
-            events.record(job, Plan.JobEvent.warning(failure.reason(), failure.getMessage()),
-                    "refused\n" + failure.reason() + "\n" + failure.getMessage() + "\n" + job.getMetadata().getResourceVersion());
-        } catch (KubernetesClientException e) {
-            LOG.debugf("%s %s/%s: could not say it in an event: %s", job.getKind(), job.getMetadata().getNamespace(),
-                    job.getMetadata().getName(), ApplyFailure.serverMessage(e));
-        }
-        withReconcileError(status, failure.reason(), failure.getMessage()).ifPresent(failing -> writeCondition(job, failing, context, true));
-        return clock.instant();
-    }
-
-    /** Writes the status that carries the job's ReconcileError; a refusal of it is logged once (then at debug). */
-    private void writeCondition(J job, S failing, Context<J> context, boolean first) {
-        try {
-            executor.writeStatus(job, failing, context);
-        } catch (ApplyFailure e) {
-            if (first) {
-                LOG.warnf("%s %s/%s: could not record the error on its status: %s", job.getKind(), job.getMetadata().getNamespace(),
-                        job.getMetadata().getName(), e.getMessage());
-            } else {
-                LOG.debugf("%s %s/%s: could not record the error on its status again: %s", job.getKind(),
-                        job.getMetadata().getNamespace(), job.getMetadata().getName(), e.getMessage());
-            }
-        }
-    }
-
-    /** Since when the job's ReconcileError condition has been True, if it is. */
-    protected abstract Optional<Instant> errorSince(S status);
-
 }

@@ -105,12 +105,12 @@ public class PyTorchJobReconciler extends JobReconciler<PyTorchJob, PyTorchJobSt
     }
 
     @Override
-    protected Optional<PyTorchJobStatus> withReconcileError(PyTorchJobStatus status, String reason, String message) {
+    public Optional<PyTorchJobStatus> withReconcileError(PyTorchJobStatus status, String reason, String message) {
         return KubeflowPlanner.withReconcileError(status, reason, message, clock.instant());
     }
 
     @Override
-    protected Optional<java.time.Instant> errorSince(PyTorchJobStatus status) {
+    public Optional<java.time.Instant> errorSince(PyTorchJobStatus status) {
         return KubeflowPlanner.errorSince(status);
     }
 

@@ -92,12 +92,12 @@ public class PyTorchTrainingJobReconciler extends JobReconciler<PyTorchTrainingJ
     }
 
     @Override
-    protected Optional<PyTorchTrainingJobStatus> withReconcileError(PyTorchTrainingJobStatus status, String reason, String message) {
+    public Optional<PyTorchTrainingJobStatus> withReconcileError(PyTorchTrainingJobStatus status, String reason, String message) {
         return T9kPlanner.withReconcileError(status, reason, message, clock.instant());
     }
 
     @Override
-    protected Optional<java.time.Instant> errorSince(PyTorchTrainingJobStatus status) {
+    public Optional<java.time.Instant> errorSince(PyTorchTrainingJobStatus status) {
         return T9kPlanner.errorSince(status);
     }
 
