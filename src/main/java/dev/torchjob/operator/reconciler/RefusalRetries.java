@@ -39,7 +39,7 @@ public class RefusalRetries {
      * (the HTTP client opens a new one meanwhile), a status update that met 409 because the cache was
      * behind the server (the watch brings the newer job within milliseconds).
      */
-    static final Duration RUN_AGAIN_AFTER = Duration.ofMillis(100);
+    private static final Duration RUN_AGAIN_AFTER = Duration.ofMillis(100);
     private static final int CLOSED_CONNECTIONS_NOT_SAID = 2;
     private static final int STATUS_CONFLICTS_NOT_SAID = 10;
 
