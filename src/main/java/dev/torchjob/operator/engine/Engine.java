@@ -12,7 +12,6 @@ import java.util.stream.Collectors;
 
 import dev.torchjob.operator.engine.Decision.PodMode;
 import dev.torchjob.operator.engine.Decision.PodRequest;
-import dev.torchjob.operator.engine.JobPhase;
 import dev.torchjob.operator.engine.JobState.Outcome;
 import dev.torchjob.operator.engine.JobState.Pause;
 import dev.torchjob.operator.engine.JobState.ReplicaGroupState;
@@ -21,7 +20,6 @@ import dev.torchjob.operator.engine.Observation.PodGroupState;
 import dev.torchjob.operator.engine.Plan.DeletionReason;
 import dev.torchjob.operator.engine.Plan.JobEvent;
 import dev.torchjob.operator.engine.RestartDecision.Stopped;
-import dev.torchjob.operator.engine.TrainingJob.CleanPodPolicy;
 import dev.torchjob.operator.engine.TrainingJob.RunMode;
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -29,13 +27,14 @@ import io.fabric8.kubernetes.api.model.Pod;
  * The engine: one pass of reconciliation decided as a pure function of the job (in the neutral
  * model), the state its status recorded, what is observed of it, and the time. No I/O.
  *
- * <p>The steps, in order: a finished job only cleans up; an invalid one fails; pause; resume;
+ * <p>The steps, in order: a finished job only cleans up ({@link JobEnd}, which also ends a job); an invalid one fails; pause; resume;
  * admission (the queue's gate, where a job not admitted waits as {@link QueueWait} says, then the gang
  * scheduler's); debug; the deadline; success (by the job's rule, {@link JobSuccess}); and training, where stopped replicas restart or end the
  * job: together for a job that restarts as a group ({@link GroupRestarts}), one by one otherwise
  * ({@link ReplicaRestarts}); missing replicas get new pods unless {@link NewPodsHold} says why not, and replicas whose
  * pods cannot start wait ({@link ReplicasCannotStart}).
- * The steps share one {@link PassContext}; what a pass decides to do accumulates in its {@link PassOutput}.
+ * The steps share one {@link PassContext}; what a pass decides to do accumulates in its {@link PassOutput}, and the job's
+ * next state in its {@link NextState}.
  */
 public final class Engine {
     /** A closed gate sends no event when it opens (the API gets installed): look again this often. */
@@ -67,27 +66,13 @@ public final class Engine {
 
         private final PassOutput out;
         private final PassContext context;
+        private final NextState next;
+        private final JobEnd jobEnd;
         private final GroupRestarts groupRestarts;
         private final ReplicaRestarts replicaRestarts;
         private final ReplicasCannotStart replicasCannotStart;
-        private boolean createService;
-        private boolean createPodGroup;
+        /** A paused or evicted job is taken up again this pass. */
         private boolean resuming;
-        private Plan.CreationReport podsCreated;
-        private boolean deleteJob;
-
-        // The next state, starting from the previous one.
-        private JobPhase phase;
-        private Instant startTime;
-        private Instant completionTime;
-        private List<ReplicaGroupState> replicaGroups;
-        private Integer elasticReplicas;
-        private boolean initialized;
-        private boolean running;
-        private Pause pause;
-        private boolean awaitingAdmission;
-        private boolean queued;
-        private Outcome outcome;
 
         Pass(TrainingJob job, JobState previous, Observation<?> observation, Wording wording, RestartBackoff backoff) {
             this.job = job;
@@ -107,21 +92,13 @@ public final class Engine {
             this.groupRestarts = new GroupRestarts(context);
             this.replicaRestarts = new ReplicaRestarts(context);
             this.replicasCannotStart = new ReplicasCannotStart(context, observation.podWarnings(), gang);
-            this.phase = previous.phase();
-            this.startTime = previous.startTime();
-            this.completionTime = previous.completionTime();
-            this.replicaGroups = previous.replicaGroups();
-            this.elasticReplicas = previous.elasticReplicas();
-            this.initialized = previous.initialized();
-            this.running = previous.running();
-            this.pause = previous.pause();
-            this.queued = previous.queued();
-            this.outcome = previous.outcome();
+            this.next = new NextState(previous);
+            this.jobEnd = new JobEnd(context, next, wording);
         }
 
         Decision run() {
             if (previous.phase() != null && previous.phase().isTerminal()) {
-                return finished();
+                return decided(jobEnd.finished());
             }
             if (job.problem().isPresent()) {
                 String problem = job.problem().get();
@@ -137,7 +114,7 @@ public final class Engine {
                 // Resuming (after a pause, or readmitted after an eviction): startTime restarts with the new
                 // pods; backoffCount is kept.
                 resuming = true;
-                startTime = null;
+                next.startTime = null;
                 if (previous.pause() == Pause.PAUSED) {
                     out.events.add(JobEvent.normal("Resumed", wording.resuming()));
                 }
@@ -164,7 +141,7 @@ public final class Engine {
             Optional<Instant> deadline = deadline();
             if (deadline.isPresent() && !now.isBefore(deadline.get())) {
                 return end(Outcome.DeadlineExceeded, "the job ran longer than runPolicy.activeDeadlineSeconds="
-                        + job.runPolicy().activeDeadlineSeconds() + " (started " + startTime + ")", topology);
+                        + job.runPolicy().activeDeadlineSeconds() + " (started " + next.startTime + ")", topology);
             }
             Optional<String> success = JobSuccess.of(job.successRule(), topology, pods, ledger);
             if (success.isPresent() && !(job.restartsAsGroup() && groupRestarts.failedBeforeSuccess(topology))) {
@@ -204,8 +181,8 @@ public final class Engine {
             }
 
             scaleDown(topology);
-            createService = !serviceExists;
-            createPodGroup = podGroup == PodGroupState.MISSING;
+            out.createService = !serviceExists;
+            out.createPodGroup = podGroup == PodGroupState.MISSING;
             boolean pausedBefore = previous.pause() != Pause.NEVER;
             NewPodsHold hold = NewPodsHold.of(context, topology, missing, gang, resuming);
             for (ReplicaSlot slot : hold.holds() ? List.<ReplicaSlot>of() : missing) {
@@ -215,17 +192,17 @@ public final class Engine {
             deadline().ifPresent(d -> out.recheckAt(d.plusSeconds(1)));
 
             List<StartBlocker> cannotStart = replicasCannotStart.of(topology, hold.byGang() ? missing : List.of());
-            replicaGroups = view.of(topology, true, out.restartsByType);
+            next.replicaGroups = view.of(topology, true, out.restartsByType);
             if (job.elastic()) {
-                elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
+                next.elasticReplicas = (int) topology.slots().stream().filter(s -> pods.containsKey(s.podName())).count();
             }
             boolean allCreated = serviceExists && topology.slots().stream().allMatch(s -> pods.containsKey(s.podName()));
             boolean allRunning = topology.slots().stream().allMatch(s -> isRunningOrDone(s, pods.get(s.podName())));
-            initialized = allCreated || previous.initialized();
-            running = allRunning || previous.running();
-            phase = running ? JobPhase.Running : pausedBefore ? JobPhase.Resuming : JobPhase.Pending;
+            next.initialized = allCreated || previous.initialized();
+            next.running = allRunning || previous.running();
+            next.phase = next.running ? JobPhase.Running : pausedBefore ? JobPhase.Resuming : JobPhase.Pending;
             ReplicaHealth health = ReplicaHealth.of(groupRestarts.underWay(), failures.stream().map(Stopped::ending).toList(),
-                    ledger.entries(), replicaGroups, now);
+                    ledger.entries(), next.replicaGroups, now);
             return decided(new Situation.Active(health.failing(), health.message(), cannotStart));
         }
 
@@ -240,10 +217,10 @@ public final class Engine {
         /** Reported by the executor once the pods exist, naming only those it did create. */
         private void podsCreated(String wording) {
             if (!out.creates.isEmpty()) {
-                if (startTime == null) {
-                    startTime = now;
+                if (next.startTime == null) {
+                    next.startTime = now;
                 }
-                podsCreated = new Plan.CreationReport(wording);
+                out.podsCreated = new Plan.CreationReport(wording);
             }
         }
 
@@ -255,10 +232,10 @@ public final class Engine {
             boolean allGone = pods.isEmpty();
             ledger.close();
             // Pods deleted by the pause are forgotten at once, so a resume, however soon, never takes them for vanished.
-            replicaGroups = forgettingPods(topology);
-            phase = allGone ? JobPhase.Paused : previous.phase() == null ? JobPhase.Pending : previous.phase();
-            running = false;
-            pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
+            next.replicaGroups = forgettingPods(topology);
+            next.phase = allGone ? JobPhase.Paused : previous.phase() == null ? JobPhase.Pending : previous.phase();
+            next.running = false;
+            next.pause = allGone ? Pause.PAUSED : Pause.NOT_PAUSED;
             if (allGone && previous.pause() != Pause.PAUSED) {
                 out.events.add(JobEvent.normal("Paused", "The job is paused: " + wording.paused()));
             }
@@ -281,123 +258,76 @@ public final class Engine {
             boolean hadPods = !pods.isEmpty();
             pods.values().forEach(pod -> out.delete(pod, DeletionReason.QUEUE));
             ledger.close();
-            replicaGroups = forgettingPods(topology);
-            if (!resuming && (startTime != null || hadPods || previous.pause() == Pause.EVICTED)) {
-                pause = Pause.EVICTED;
+            next.replicaGroups = forgettingPods(topology);
+            if (!resuming && (next.startTime != null || hadPods || previous.pause() == Pause.EVICTED)) {
+                next.pause = Pause.EVICTED;
             }
-            phase = JobPhase.Pending;
-            running = false;
-            queued = true;
+            next.phase = JobPhase.Pending;
+            next.running = false;
+            next.queued = true;
             if (job.elastic()) {
-                elasticReplicas = pods.size();
+                next.elasticReplicas = pods.size();
             }
-            QueueWait.Said said = QueueWait.of(queue, pause == Pause.EVICTED, previous.queued(), pods, now, out);
-            deleteJob = said.deleteJob();
+            QueueWait.Said said = QueueWait.of(queue, next.pause == Pause.EVICTED, previous.queued(), pods, now, out);
+            out.deleteJob = said.deleteJob();
             return decided(said.situation());
         }
 
         /** Debug: the environment of a training replica, the debug command, no restarts, no outcome. */
         private Decision debugging(JobTopology topology) {
             List<ReplicaSlot> missing = topology.slots().stream().filter(s -> !pods.containsKey(s.podName())).toList();
-            createService = !serviceExists;
-            createPodGroup = podGroup == PodGroupState.MISSING;
+            out.createService = !serviceExists;
+            out.createPodGroup = podGroup == PodGroupState.MISSING;
             missing.forEach(slot -> out.creates.add(new PodRequest(slot, PodMode.DEBUG)));
             podsCreated("Created debug pods ");
             ledger.close();
-            replicaGroups = view.of(topology, true, Map.of());
+            next.replicaGroups = view.of(topology, true, Map.of());
             boolean allCreated = serviceExists && missing.isEmpty();
             boolean allRunning = topology.slots().stream().allMatch(s -> "Running".equals(Pods.phaseOrNull(pods.get(s.podName()))));
-            initialized = allCreated || previous.initialized();
-            running = allRunning || previous.running();
+            next.initialized = allCreated || previous.initialized();
+            next.running = allRunning || previous.running();
             List<String> failed = topology.slots().stream().filter(s -> "Failed".equals(Pods.phaseOrNull(pods.get(s.podName()))))
                     .map(ReplicaSlot::podName).toList();
-            phase = running ? JobPhase.Running : JobPhase.Pending;
+            next.phase = next.running ? JobPhase.Running : JobPhase.Pending;
             return decided(new Situation.Debugging(failed));
         }
 
         /** The gate is closed (the PodGroup API is missing): wait, create nothing, say why once. */
         private Decision awaitingAdmission(JobTopology topology) {
-            phase = JobPhase.Pending;
-            replicaGroups = view.of(topology, true, Map.of());
-            initialized = false;
-            running = false;
+            next.phase = JobPhase.Pending;
+            next.replicaGroups = view.of(topology, true, Map.of());
+            next.initialized = false;
+            next.running = false;
             if (!previous.awaitingAdmission()) {
                 out.events.add(JobEvent.warning("SchedulerUnavailable", wording.awaitingAdmission()));
             }
-            awaitingAdmission = true;
+            next.awaitingAdmission = true;
             out.recheckAt(now.plus(ADMISSION_RECHECK));
             return decided(new Situation.AwaitingAdmission());
         }
 
         // ---- the end ---------------------------------------------------------------------------------
 
-        /** The job ends with this outcome: completion time, clean-up, the replica view as the pods are left. */
+        /** The job ends with this outcome ({@link JobEnd}). */
         private Decision end(Outcome ending, String message, JobTopology topology) {
-            outcome = ending;
-            phase = ending == Outcome.Succeeded ? JobPhase.Succeeded : JobPhase.Failed;
-            completionTime = now;
-            ledger.close();
-            replicaGroups = topology != null ? view.of(topology, false, out.restartsByType) : view.refreshed();
-            cleanUp(ending == Outcome.DeadlineExceeded);
-            initialized = ending == Outcome.Succeeded || previous.initialized();
-            running = false;
-            timeToLive().ifPresent(out::recheckAt);
-            if (ending == Outcome.Succeeded) {
-                out.events.add(JobEvent.normal(Outcome.Succeeded.name(), message));
-            } else {
-                out.events.add(JobEvent.warning("Failed", "Job failed (" + ending + "): " + message));
-            }
-            return decided(new Situation.Ended(ending, message));
-        }
-
-        /** A finished job keeps its outcome; only clean-up, the replica view and its time to live move on. */
-        private Decision finished() {
-            replicaGroups = view.refreshed();
-            Optional<Instant> expires = timeToLive();
-            if (expires.isPresent() && !now.isBefore(expires.get())) {
-                deleteJob = true;
-            } else {
-                expires.ifPresent(out::recheckAt);
-            }
-            cleanUp(previous.outcome() == Outcome.DeadlineExceeded);
-            boolean pauseRequested = job.runMode() == RunMode.PAUSE;
-            if (pauseRequested) {
-                if (previous.pause() != Pause.IGNORED) {
-                    out.events.add(JobEvent.warning("PauseIgnored", wording.pauseIgnored(previous.phase())));
-                }
-                pause = Pause.IGNORED;
-            }
-            return decided(new Situation.Finished(pauseRequested));
-        }
-
-        /** The clean-pod policy after the outcome; a deadline also deletes unfinished pods whatever the policy. */
-        private void cleanUp(boolean deadline) {
-            CleanPodPolicy policy = job.runPolicy().cleanPodPolicy();
-            for (Pod pod : pods.values()) {
-                boolean unfinished = !Pods.replicaPhase(pod).isFinished();
-                if (policy == CleanPodPolicy.All || (unfinished && (policy == CleanPodPolicy.Unfinished || deadline))) {
-                    out.delete(pod, deadline && unfinished ? DeletionReason.DEADLINE : DeletionReason.CLEAN_UP);
-                }
-            }
+            return decided(jobEnd.end(ending, message, topology));
         }
 
         /** The one tail every path ends in: the next state and what to do. */
         private Decision decided(Situation situation) {
             if (resuming) {
                 // Whatever path the pass took (training, debug, waiting for admission), the pause is over.
-                pause = Pause.NOT_PAUSED;
+                next.pause = Pause.NOT_PAUSED;
             }
             if (!(situation instanceof Situation.AwaitingAdmission)) {
-                awaitingAdmission = false;
+                next.awaitingAdmission = false;
             }
             if (!(situation instanceof Situation.Queued)) {
-                queued = false;
+                next.queued = false;
             }
-            JobState next = new JobState(true, phase, startTime, completionTime, ledger.backoffCount(), ledger.entries(),
-                    List.copyOf(replicaGroups), elasticReplicas, initialized, running, pause, awaitingAdmission, queued, outcome);
-            return new Decision(next, situation, resuming, createService, createPodGroup, List.copyOf(out.creates),
-                    List.copyOf(out.deletes), sidecarsToStop(), List.copyOf(out.events), Optional.ofNullable(podsCreated),
-                    List.copyOf(out.restarts), out.recheckAfter(), now, deleteJob, queue);
+            return new Decision(next.with(ledger), situation, resuming, out.createService, out.createPodGroup, List.copyOf(out.creates),
+                    List.copyOf(out.deletes), sidecarsToStop(), List.copyOf(out.events), Optional.ofNullable(out.podsCreated),
+                    List.copyOf(out.restarts), out.recheckAfter(), now, out.deleteJob, queue);
         }
 
         // ---- helpers ------------------------------------------------------------------------------
@@ -421,18 +351,11 @@ public final class Engine {
             return "Running".equals(podPhase) || ("Succeeded".equals(podPhase) && !slot.isMaster());
         }
 
-        /** When a finished job is deleted (ttlSecondsAfterFinished), if it is. */
-        private Optional<Instant> timeToLive() {
-            Long seconds = job.runPolicy().ttlSecondsAfterFinished();
-            return seconds == null || completionTime == null ? Optional.empty()
-                    : Optional.of(completionTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
-        }
-
         private Optional<Instant> deadline() {
             Long seconds = job.runPolicy().activeDeadlineSeconds();
             // A deadline centuries away is no deadline, and must not overflow the clock.
-            return seconds == null || startTime == null ? Optional.empty()
-                    : Optional.of(startTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
+            return seconds == null || next.startTime == null ? Optional.empty()
+                    : Optional.of(next.startTime.plusSeconds(Math.min(seconds, MAX_DEADLINE.getSeconds())));
         }
     }
 }

@@ -15,8 +15,8 @@ import dev.torchjob.operator.engine.Plan.PodDeletion;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * What one pass has decided to do so far: pods to create and delete, events to say, restarts counted,
- * and when to look again. The steps of a pass add to it; {@link Engine} turns it into the
+ * What one pass has decided to do so far: pods, Service and PodGroup to create, pods to delete, events to say,
+ * restarts counted, and when to look again. The steps of a pass add to it; {@link Engine} turns it into the
  * {@link Decision}. Scratch space of one pass, never shared.
  */
 final class PassOutput {
@@ -29,6 +29,13 @@ final class PassOutput {
     final List<Plan.RestartCounted> restarts = new ArrayList<>();
     /** Restarts counted this pass by replica type: added to the groups' restart counts. */
     final Map<String, Integer> restartsByType = new LinkedHashMap<>();
+    /** The job's Service, and its PodGroup, are missing: made this pass. */
+    boolean createService;
+    boolean createPodGroup;
+    /** How the executor reports the pods it creates, when this pass creates any. */
+    Plan.CreationReport podsCreated;
+    /** The job finished longer ago than its time to live: deleted this pass. */
+    boolean deleteJob;
     private final Instant now;
     private Duration recheckAfter;
 
