@@ -1,21 +1,17 @@
 package dev.torchjob.operator.kubeflow;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
-import dev.torchjob.operator.api.kubeflow.KubeflowReplicaSpec;
 import dev.torchjob.operator.api.kubeflow.PyTorchJob;
 import dev.torchjob.operator.engine.StartBlocker;
-import dev.torchjob.operator.podtemplate.PodRequests;
 import dev.torchjob.operator.podtemplate.PodTemplateParser;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 
 /**
@@ -70,6 +66,12 @@ public sealed interface GangScheduler {
     /** The PodGroup kind this scheduler reads. */
     ResourceDefinitionContext podGroups();
 
+    /** Every gang scheduler's group kind is a namespaced PodGroup; only its API group and version differ. */
+    private static ResourceDefinitionContext podGroupsOf(String group, String version) {
+        return new ResourceDefinitionContext.Builder().withGroup(group).withVersion(version).withKind("PodGroup").withPlural("podgroups")
+                .withNamespaced(true).build();
+    }
+
     /** The PodGroup's spec for the job: from {@code schedulingPolicy}, else all replicas and their requests. */
     Map<String, Object> podGroupSpec(PyTorchJob job, Optional<GenericKubernetesResource> observed);
 
@@ -123,8 +125,7 @@ public sealed interface GangScheduler {
 
     /** Volcano: the PodGroup's queue, priority class and minimum resources; pods wait until the group is Inqueue. */
     record Volcano() implements GangScheduler {
-        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.volcano.sh")
-                .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+        static final ResourceDefinitionContext POD_GROUPS = podGroupsOf("scheduling.volcano.sh", "v1beta1");
 
         @Override
         public String schedulerName() {
@@ -142,7 +143,7 @@ public sealed interface GangScheduler {
             Map<String, Object> spec = new LinkedHashMap<>();
             spec.put("minMember", policy.minMember(job));
             // A queue the PodGroup already has stays (Volcano's queue of a group does not move).
-            String queue = observed.map(pg -> specOf(pg).get("queue")).filter(q -> q instanceof String s && !s.isEmpty())
+            String queue = observed.map(pg -> ObservedPodGroup.spec(pg).get("queue")).filter(q -> q instanceof String s && !s.isEmpty())
                     .map(Object::toString).orElse(policy.queue().orElse("default"));
             spec.put("queue", queue);
             policy.priorityClass().ifPresent(priorityClass -> spec.put("priorityClassName", priorityClass));
@@ -153,7 +154,7 @@ public sealed interface GangScheduler {
         /** As Kubeflow: the job's pods are created once Volcano has taken the group in (its phase neither empty nor Pending). */
         @Override
         public boolean holdsPods(Optional<GenericKubernetesResource> observed) {
-            String phase = observed.map(GangScheduler::phaseOf).orElse("");
+            String phase = observed.map(ObservedPodGroup::phase).orElse("");
             return phase.isEmpty() || phase.equals("Pending");
         }
 
@@ -171,8 +172,7 @@ public sealed interface GangScheduler {
 
     /** scheduler-plugins' coscheduling: minimum members and resources, a schedule timeout; pods are created at once. */
     record SchedulerPlugins(String schedulerName) implements GangScheduler {
-        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.x-k8s.io")
-                .withVersion("v1alpha1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+        static final ResourceDefinitionContext POD_GROUPS = podGroupsOf("scheduling.x-k8s.io", "v1alpha1");
 
         @Override
         public ResourceDefinitionContext podGroups() {
@@ -218,8 +218,7 @@ public sealed interface GangScheduler {
      * restarts every rank, so a scheduler that preempts should count the whole gang as the cost.
      */
     record Kubernetes() implements GangScheduler {
-        static final ResourceDefinitionContext POD_GROUPS = new ResourceDefinitionContext.Builder().withGroup("scheduling.k8s.io")
-                .withVersion("v1beta1").withKind("PodGroup").withPlural("podgroups").withNamespaced(true).build();
+        static final ResourceDefinitionContext POD_GROUPS = podGroupsOf("scheduling.k8s.io", "v1beta1");
         /** The default scheduler's name, which the pods keep. */
         static final String DEFAULT_SCHEDULER = "default-scheduler";
 
@@ -258,7 +257,7 @@ public sealed interface GangScheduler {
          */
         static Optional<String> priorityClass(PyTorchJob job, Optional<GenericKubernetesResource> observed) {
             if (observed.isPresent()) {
-                Object made = specOf(observed.get()).get("priorityClassName");
+                Object made = ObservedPodGroup.spec(observed.get()).get("priorityClassName");
                 return made instanceof String s && !s.isEmpty() ? Optional.of(s) : Optional.empty();
             }
             return SchedulingPolicy.of(job).priorityClass().or(() -> ReplicaTypes.of(job.getSpec()).values().stream()
@@ -301,112 +300,17 @@ public sealed interface GangScheduler {
         if (!holdsPods(observed)) {
             return Optional.empty();
         }
-        Optional<String> unschedulable = observed.flatMap(GangScheduler::unschedulable);
+        Optional<String> unschedulable = observed.flatMap(ObservedPodGroup::unschedulable);
         if (unschedulable.isEmpty()) {
             return Optional.of(new StartBlocker(StartBlocker.ADMITTING, "PodGroup " + jobName + " waits for " + schedulerName()
                     + " to admit it"));
         }
-        String queue = observed.map(pg -> specOf(pg).get("queue")).map(Object::toString).orElse("default");
-        return Optional.of(new StartBlocker(POD_GROUP_PENDING, "PodGroup " + jobName + " is " + phaseOf(observed.get()) + " in "
-                + schedulerName() + "'s queue " + queue + ": " + unschedulable.get() + "; its pods are created once " + schedulerName()
-                + " admits the whole group"));
+        String queue = observed.map(pg -> ObservedPodGroup.spec(pg).get("queue")).map(Object::toString).orElse("default");
+        return Optional.of(new StartBlocker(POD_GROUP_PENDING, "PodGroup " + jobName + " is " + ObservedPodGroup.phase(observed.get())
+                + " in " + schedulerName() + "'s queue " + queue + ": " + unschedulable.get() + "; its pods are created once "
+                + schedulerName() + " admits the whole group"));
     }
 
     /** The reason a job's pods cannot start while its PodGroup waits to be admitted. */
     String POD_GROUP_PENDING = "PodGroupPending";
-
-    /** "NotEnoughResources: 3/3 tasks in gang unschedulable: ...", from a True Unschedulable condition of the PodGroup. */
-    private static Optional<String> unschedulable(GenericKubernetesResource podGroup) {
-        Object status = podGroup.getAdditionalProperties().get("status");
-        Object conditions = status instanceof Map<?, ?> map ? map.get("conditions") : null;
-        if (!(conditions instanceof List<?> list)) {
-            return Optional.empty();
-        }
-        return list.stream().filter(Map.class::isInstance).map(c -> (Map<?, ?>) c)
-                .filter(c -> "Unschedulable".equals(c.get("type")) && "True".equals(String.valueOf(c.get("status"))))
-                .map(c -> (c.get("reason") == null ? "" : c.get("reason") + ": ") + String.valueOf(c.get("message")).strip())
-                .reduce((first, second) -> second);
-    }
-
-    /** Whether the observed PodGroup's spec has every field of the wanted one's, as wanted. */
-    static boolean hasSpec(GenericKubernetesResource observed, GenericKubernetesResource wanted) {
-        Map<?, ?> has = specOf(observed);
-        return specOf(wanted).entrySet().stream().allMatch(e -> sameValue(e.getValue(), has.get(e.getKey())));
-    }
-
-    private static boolean sameValue(Object wanted, Object has) {
-        if (wanted instanceof Number a && has instanceof Number b) {
-            return a.longValue() == b.longValue();
-        }
-        if (wanted instanceof Map<?, ?> a && has instanceof Map<?, ?> b) {
-            return a.size() == b.size() && a.entrySet().stream().allMatch(e -> sameValue(e.getValue(), b.get(e.getKey())));
-        }
-        return java.util.Objects.equals(wanted == null ? null : wanted.toString(), has == null ? null : has.toString());
-    }
-
-    /** The observed PodGroup's status.phase, empty when it has none yet. */
-    static String phaseOf(GenericKubernetesResource podGroup) {
-        Object status = podGroup.getAdditionalProperties().get("status");
-        Object phase = status instanceof Map<?, ?> map ? map.get("phase") : null;
-        return phase == null ? "" : phase.toString();
-    }
-
-    private static Map<?, ?> specOf(GenericKubernetesResource podGroup) {
-        Object spec = podGroup.getAdditionalProperties().get("spec");
-        return spec instanceof Map<?, ?> map ? map : Map.of();
-    }
-
-    /** {@code runPolicy.schedulingPolicy}, as Kubeflow reads it. */
-    record SchedulingPolicy(Optional<Integer> minAvailable, Optional<String> queue, Optional<String> priorityClass,
-            Optional<Map<String, Object>> givenMinResources, Optional<Integer> scheduleTimeoutSeconds) {
-
-        static SchedulingPolicy of(PyTorchJob job) {
-            Map<String, Object> policy = job.getSpec().runPolicy == null || job.getSpec().runPolicy.schedulingPolicy == null ? Map.of()
-                    : job.getSpec().runPolicy.schedulingPolicy;
-            @SuppressWarnings("unchecked")
-            Optional<Map<String, Object>> minResources = Optional.ofNullable(policy.get("minResources")).filter(Map.class::isInstance)
-                    .map(m -> (Map<String, Object>) m);
-            return new SchedulingPolicy(integer(policy.get("minAvailable")), text(policy.get("queue")), text(policy.get("priorityClass")),
-                    minResources, integer(policy.get("scheduleTimeoutSeconds")));
-        }
-
-        /** minAvailable, else every replica of the job. */
-        int minMember(PyTorchJob job) {
-            return minAvailable.orElseGet(() -> ReplicaTypes.of(job.getSpec()).values().stream()
-                    .mapToInt(spec -> spec.replicas == null ? 1 : spec.replicas).sum());
-        }
-
-        /**
-         * The given minResources, else what the first minMember pods ask of their nodes, Master's first, as the
-         * scheduler counts a pod ({@link PodRequests}: limits-only resources, sidecars, init containers, pod-level
-         * resources), summed. Kubeflow orders the types by their priority class's value,
-         * equal ones in map order, sums only the containers, and takes a container's limits only when it has no
-         * requests at all (a GPU in limits beside a CPU request is left out); this operator reads no PriorityClass:
-         * Master, then Worker.
-         */
-        Map<String, Object> minResources(PyTorchJob job) {
-            if (givenMinResources.isPresent()) {
-                return givenMinResources.get();
-            }
-            List<Map<String, Quantity>> pods = new ArrayList<>();
-            int left = minMember(job);
-            for (KubeflowReplicaSpec spec : ReplicaTypes.of(job.getSpec()).values()) {
-                Map<String, Quantity> pod = PodRequests.of(PodTemplateParser.parse(spec.template).getSpec());
-                for (int i = 0; i < (spec.replicas == null ? 1 : spec.replicas) && left > 0; i++, left--) {
-                    pods.add(pod);
-                }
-            }
-            Map<String, Object> minResources = new LinkedHashMap<>();
-            PodRequests.total(pods).forEach((name, amount) -> minResources.put(name, amount.toString()));
-            return minResources;
-        }
-
-        private static Optional<Integer> integer(Object value) {
-            return value instanceof Number number ? Optional.of(number.intValue()) : Optional.empty();
-        }
-
-        private static Optional<String> text(Object value) {
-            return value instanceof String s && !s.isEmpty() ? Optional.of(s) : Optional.empty();
-        }
-    }
 }

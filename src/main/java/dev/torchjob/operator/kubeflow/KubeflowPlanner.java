@@ -170,7 +170,7 @@ public final class KubeflowPlanner {
             GangScheduler scheduler = gang.scheduler().get();
             if (active) {
                 var podGroup = scheduler.podGroup(job, gang.podGroup());
-                if (gang.podGroup().isEmpty() || !GangScheduler.hasSpec(gang.podGroup().get(), podGroup)) {
+                if (gang.podGroup().isEmpty() || !ObservedPodGroup.hasSpec(gang.podGroup().get(), podGroup)) {
                     apply.add(podGroup);
                 }
             } else if (model.problem().isEmpty()) {

@@ -96,10 +96,10 @@ class GangSchedulerTest {
         GenericKubernetesResource wanted = new GangScheduler.Kubernetes().podGroup(job("{schedulingPolicy: {priorityClass: high}}"),
                 Optional.of(made));
         assertEquals(Map.of("schedulingPolicy", Map.of("gang", Map.of("minCount", 4))), spec(wanted));
-        assertTrue(GangScheduler.hasSpec(made, wanted), "nothing to apply: the immutable fields are not asked to change");
+        assertTrue(ObservedPodGroup.hasSpec(made, wanted), "nothing to apply: the immutable fields are not asked to change");
         GenericKubernetesResource scaled = new GangScheduler.Kubernetes().podGroup(job("{schedulingPolicy: {minAvailable: 3}}"),
                 Optional.of(made));
-        assertFalse(GangScheduler.hasSpec(made, scaled), "a new minCount is applied");
+        assertFalse(ObservedPodGroup.hasSpec(made, scaled), "a new minCount is applied");
         assertFalse(new GangScheduler.Kubernetes().holdsPods(Optional.empty()), "kube-scheduler holds them at scheduling");
     }
 
