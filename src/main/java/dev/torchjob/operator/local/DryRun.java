@@ -55,7 +55,7 @@ final class DryRun {
             Container training = TrainingContainer.of(pod);
             out.append("pod ").append(pod.getMetadata().getName()).append(" (container ").append(training.getName())
                     .append(", image ").append(training.getImage()).append(")\n");
-            List<String> commandLine = LocalNode.commandLine(training);
+            List<String> commandLine = ReplicaProcess.commandLine(training);
             out.append("  command: ").append(commandLine.isEmpty() ? "(the image's entrypoint)"
                     : commandLine.stream().map(DryRun::quoted).collect(Collectors.joining(" "))).append('\n');
             for (EnvVar env : training.getEnv() == null ? List.<EnvVar> of() : training.getEnv()) {

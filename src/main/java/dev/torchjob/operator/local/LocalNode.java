@@ -7,10 +7,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,18 +15,13 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
-import dev.torchjob.operator.kubeflow.KubeflowLabels;
-import dev.torchjob.operator.t9k.JobLabels;
 import dev.torchjob.operator.engine.TrainingContainer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerStateBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.ContainerStateTerminatedBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
-import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodStatus;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
@@ -44,20 +36,18 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
  * restarts, budget and outcome. Images are ignored; the job's DNS names resolve to 127.0.0.1.
  */
 final class LocalNode implements ResourceEventHandler<Pod> {
-    private static final Pattern VARIABLE_REFERENCE = Pattern.compile("\\$\\(([A-Za-z_][A-Za-z0-9_.-]*)\\)|\\$\\$");
     private static final long GRACE_MILLIS = 3000;
-    /** What the kubelet keeps of a failed container's log as its termination message. */
-    static final int MESSAGE_LINES = 80;
-    static final int MESSAGE_BYTES = 2048;
 
     private final KubernetesClient client;
     private final String namespace;
     private final Path defaultWorkingDirectory;
     private final PrintStream out;
     private final GpuAssignment gpus;
+    /** What the downward API says of the node every pod runs on: this machine. */
+    private final DownwardApi.Node node = DownwardApi.Node.thisMachine();
     private final Map<String, Process> processesByPodUid = new ConcurrentHashMap<>();
-    /** The last lines each running process printed: its termination message if it fails (FallbackToLogsOnError). */
-    private final Map<String, Deque<String>> lastLinesByPodUid = new ConcurrentHashMap<>();
+    /** The end of each running process's output: its termination message if it fails. */
+    private final Map<String, OutputTail> outputByPodUid = new ConcurrentHashMap<>();
     private final Set<String> startedPodUids = ConcurrentHashMap.newKeySet();
     /** Pods deleted while their container waited to be restarted in place: it is not started again. */
     private final Set<String> deletedPodUids = ConcurrentHashMap.newKeySet();
@@ -122,27 +112,12 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         launch(pod, 0, null);
     }
 
-    /** The job a pod belongs to: T9k pods name it as their subdomain, Kubeflow's in a label. */
-    private static String jobOf(Pod pod) {
-        if (pod.getSpec().getSubdomain() != null) {
-            return pod.getSpec().getSubdomain();
-        }
-        Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
-        return labels.getOrDefault(KubeflowLabels.JOB_NAME, labels.get(JobLabels.OWNER_NAME));
-    }
-
     /** Starts the training container's process; {@code restarts} and {@code last}: in-place restarts so far and how the last run ended. */
     private void launch(Pod pod, int restarts, ContainerStateTerminated last) {
         String uid = pod.getMetadata().getUid();
         String podName = pod.getMetadata().getName();
-        Container container = TrainingContainer.of(pod);
-        Map<String, String> env = environment(container.getEnv(), jobOf(pod), podName);
-        List<String> argv = commandLine(container).stream().map(word -> expand(word, env)).toList();
-        if (TorchrunOnOneHost.launches(argv)) {
-            Map<String, String> clusterEnv = clusterEnvironment(container.getEnv());
-            List<String> clusterArgv = commandLine(container).stream().map(word -> expand(word, clusterEnv)).toList();
-            argv = TorchrunOnOneHost.adapted(argv, clusterArgv, clusterEnv, podName);
-        }
+        ReplicaProcess replica = ReplicaProcess.of(pod, defaultWorkingDirectory, node);
+        List<String> argv = replica.argv();
         if (argv.isEmpty()) {
             out.println("[" + podName + "] no command: images are not run locally, give the container a command");
             finish(pod, restarts, last, 127, "StartError", "no command: images are not run locally, give the container a command");
@@ -163,16 +138,17 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             });
             return;
         }
-        if (askedGpus > 0 && restarts == 0) {
-            out.println("[" + podName + "] given " + String.join(", ", given.get().stream().map(MachineGpus.Gpu::toString).toList())
-                    + " (" + GpuAssignment.NVIDIA_GPU + ": " + askedGpus + ")");
+        if (restarts == 0) {
+            // Said once per pod, as it starts: not again while it waits for GPUs, nor at each restart in place.
+            replica.leftOut().forEach(line -> out.println("[" + podName + "] " + line));
+            if (askedGpus > 0) {
+                out.println("[" + podName + "] given " + String.join(", ", given.get().stream().map(MachineGpus.Gpu::toString).toList())
+                        + " (" + GpuAssignment.NVIDIA_GPU + ": " + askedGpus + ")");
+            }
         }
-        Path workingDirectory = container.getWorkingDir() != null
-                ? defaultWorkingDirectory.resolve(container.getWorkingDir())
-                : defaultWorkingDirectory;
-        ProcessBuilder builder = new ProcessBuilder(argv).directory(workingDirectory.toFile()).redirectErrorStream(true);
-        builder.environment().putAll(env);
-        builder.environment().putAll(gpus.environment(given.get(), env.get("CUDA_VISIBLE_DEVICES")));
+        ProcessBuilder builder = new ProcessBuilder(argv).directory(replica.workingDirectory().toFile()).redirectErrorStream(true);
+        builder.environment().putAll(replica.environment());
+        builder.environment().putAll(gpus.environment(given.get(), replica.environment().get("CUDA_VISIBLE_DEVICES")));
         Process started = null;
         String cannotStart = null;
         synchronized (lifecycle) {
@@ -194,9 +170,9 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
         Process process = started;
         markRunning(pod, restarts, last);
-        Deque<String> lastLines = new ArrayDeque<>();
-        lastLinesByPodUid.put(uid, lastLines);
-        Thread output = new Thread(() -> copyOutput(podName, process, lastLines), "output-" + podName);
+        OutputTail tail = new OutputTail();
+        outputByPodUid.put(uid, tail);
+        Thread output = new Thread(() -> copyOutput(podName, process, tail), "output-" + podName);
         output.setDaemon(true);
         output.start();
         process.onExit().thenAccept(ended -> {
@@ -205,13 +181,13 @@ final class LocalNode implements ResourceEventHandler<Pod> {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            Deque<String> lines = lastLinesByPodUid.remove(uid);
+            OutputTail lines = outputByPodUid.remove(uid);
             // A process we stopped belongs to a deleted pod: there is no status to write.
             if (processesByPodUid.remove(uid) != null && !stopping) {
                 int exitCode = ended.exitValue();
                 // As the kubelet says it: a process killed by a signal is an Error; only the memory cgroup's kill is OOMKilled.
                 String reason = exitCode == 0 ? "Completed" : "Error";
-                String message = exitCode == 0 ? null : terminationMessage(lines);
+                String message = exitCode == 0 || lines == null ? null : lines.message();
                 if (restartsInPlace(pod, exitCode)) {
                     // As the kubelet does under pod restartPolicy OnFailure or Always: the same pod, a new run, after a back-off.
                     long delay = Math.min(30_000L, 1000L << Math.min(restarts, 5));
@@ -253,16 +229,11 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         }
     }
 
-    private void copyOutput(String podName, Process process, Deque<String> lastLines) {
+    private void copyOutput(String podName, Process process, OutputTail tail) {
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = reader.readLine()) != null) {
-                synchronized (lastLines) {
-                    lastLines.addLast(line);
-                    if (lastLines.size() > MESSAGE_LINES) {
-                        lastLines.removeFirst();
-                    }
-                }
+                tail.add(line);
                 if (!stopping) { // the last words of processes we are killing are noise
                     out.println("[" + podName + "] " + line);
                 }
@@ -270,76 +241,6 @@ final class LocalNode implements ResourceEventHandler<Pod> {
         } catch (IOException e) {
             // the process is gone
         }
-    }
-
-    /** What a container runs: its command, then its args, as written (before $(VAR) expansion). */
-    static List<String> commandLine(Container container) {
-        List<String> words = new ArrayList<>();
-        if (container.getCommand() != null) {
-            words.addAll(container.getCommand());
-        }
-        if (container.getArgs() != null) {
-            words.addAll(container.getArgs());
-        }
-        return words;
-    }
-
-    /** The container's env as a cluster would give it: the job's names unmapped, valueFrom left out. */
-    private static Map<String, String> clusterEnvironment(List<EnvVar> vars) {
-        Map<String, String> env = new LinkedHashMap<>();
-        for (EnvVar var : vars == null ? List.<EnvVar> of() : vars) {
-            if (var.getValueFrom() == null) {
-                env.put(var.getName(), expand(var.getValue() == null ? "" : var.getValue(), env));
-            }
-        }
-        return env;
-    }
-
-    /**
-     * The container's env in order, each value expanded against the ones before it (Kubernetes
-     * rules), and names of the job's pods (<pod>.<job>) mapped to 127.0.0.1.
-     */
-    Map<String, String> environment(List<EnvVar> vars, String jobName, String podName) {
-        Map<String, String> env = new LinkedHashMap<>();
-        if (vars == null) {
-            return env;
-        }
-        for (EnvVar var : vars) {
-            if (var.getValueFrom() != null) {
-                out.println("[" + podName + "] " + var.getName() + " uses valueFrom, which the local mode does not resolve; skipped");
-                continue;
-            }
-            String value = expand(var.getValue() == null ? "" : var.getValue(), env);
-            if (jobName != null) {
-                value = local(value, jobName);
-            }
-            env.put(var.getName(), value);
-        }
-        return env;
-    }
-
-    /**
-     * A name of one of the job's pods (T9k: {@code <pod>.<job>}; Kubeflow: the pod's Service,
-     * {@code <job>-master-0}), alone or as {@code host:port}, becomes 127.0.0.1.
-     */
-    static String local(String value, String jobName) {
-        String pod = Pattern.quote(jobName) + "-[a-z0-9]([-a-z0-9]*[a-z0-9])?-[0-9]+";
-        Matcher matcher = Pattern.compile("^" + pod + "(\\." + Pattern.quote(jobName) + ")?(:[0-9]+)?$").matcher(value);
-        return matcher.matches() ? "127.0.0.1" + (matcher.group(3) == null ? "" : matcher.group(3)) : value;
-    }
-
-    /** $(VAR) becomes VAR's value when defined, stays as written otherwise; $$ is a literal $. */
-    static String expand(String text, Map<String, String> env) {
-        Matcher matcher = VARIABLE_REFERENCE.matcher(text);
-        StringBuilder result = new StringBuilder();
-        while (matcher.find()) {
-            String replacement = matcher.group(1) == null ? "\\$" : env.containsKey(matcher.group(1))
-                    ? Matcher.quoteReplacement(env.get(matcher.group(1)))
-                    : Matcher.quoteReplacement(matcher.group());
-            matcher.appendReplacement(result, replacement);
-        }
-        matcher.appendTail(result);
-        return result.toString();
     }
 
     /** Pod restartPolicy OnFailure restarts a container that failed, Always any that ended (T9k pods are Never). */
@@ -356,20 +257,6 @@ final class LocalNode implements ResourceEventHandler<Pod> {
                         .withLastState(last == null ? null : new ContainerStateBuilder().withTerminated(last).build())
                         .build())
                 .build());
-    }
-
-    /** The last lines of output, at most {@link #MESSAGE_BYTES} of them from the end, as the kubelet would keep. */
-    static String terminationMessage(Deque<String> lines) {
-        if (lines == null) {
-            return null;
-        }
-        String text;
-        synchronized (lines) {
-            text = String.join("\n", lines);
-        }
-        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
-        return bytes.length <= MESSAGE_BYTES ? text
-                : new String(bytes, bytes.length - MESSAGE_BYTES, MESSAGE_BYTES, StandardCharsets.UTF_8);
     }
 
     /** The pod's last run ended for good; its restarts in place stay counted in its status, as the kubelet keeps them. */

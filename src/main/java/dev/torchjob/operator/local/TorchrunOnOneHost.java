@@ -151,6 +151,6 @@ final class TorchrunOnOneHost {
     }
 
     private static List<String> commandLine(Pod pod) {
-        return LocalNode.commandLine(TrainingContainer.of(pod));
+        return ReplicaProcess.commandLine(TrainingContainer.of(pod));
     }
 }

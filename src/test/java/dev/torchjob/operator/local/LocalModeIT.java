@@ -148,6 +148,47 @@ class LocalModeIT {
         assertTrue(Pattern.compile("(?m)^\\[local\\] ddp-kubeflow Succeeded in [0-9.]+ s, 1 restart$").matcher(run.out()).find(), run.out());
     }
 
+    /** The same values RealNodeIT reads from a real kubelet for the same container. */
+    @Test
+    void aReplicaGetsTheDownwardApisValuesAsFromAKubeletAndIsToldWhatThisMachineHasNot() throws Exception {
+        Files.writeString(dir.resolve("downward.yaml"), """
+                apiVersion: batch.tensorstack.dev/v1beta1
+                kind: PyTorchTrainingJob
+                metadata: {name: downward}
+                spec:
+                  replicaSpecs:
+                  - type: master
+                    replicas: 1
+                    template:
+                      spec:
+                        containers:
+                        - name: pytorch
+                          image: torchjob-examples:0.1.0
+                          command: [sh, -c, 'echo "pod=$POD_NAME ns=$NAMESPACE ip=$POD_IP threads=$OMP_NUM_THREADS mem=$MEMORY cpu-request=$CPU_REQUEST mem-request=$MEMORY_REQUEST token=[${TOKEN-unset}]"']
+                          resources: {requests: {cpu: 100m}, limits: {cpu: 700m, memory: 256Mi}}
+                          env:
+                          - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+                          - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+                          - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+                          - {name: OMP_NUM_THREADS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+                          - {name: MEMORY, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+                          - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}
+                          - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory, divisor: 1Mi}}}
+                          - {name: TOKEN, valueFrom: {secretKeyRef: {name: hub, key: token}}}
+                          envFrom:
+                          - configMapRef: {name: settings}
+                """);
+        Run run = run(dir.resolve("downward.yaml").toString());
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().contains("[downward-master-0] pod=downward-master-0 ns=default ip=127.0.0.1 threads=1 mem=256 cpu-request=100"
+                + " mem-request=256 token=[unset]"),
+                run.out());
+        assertTrue(run.out().contains("[downward-master-0] TOKEN uses valueFrom, and its Secret hub is not on this machine; skipped"),
+                run.out());
+        assertTrue(run.out().contains("[downward-master-0] envFrom: its ConfigMap settings is not on this machine; its variables are"
+                + " left out"), run.out());
+    }
+
     @Test
     void aReplicaExitingWithOneFailsTheJobAndTheCommand() throws Exception {
         Path job = jobWithWorkerEnv("fail.yaml", "FAIL_ONCE_EXIT_CODE", "1", "FAIL_RANKS", "1", "FAIL_ALWAYS", "1");

@@ -285,6 +285,30 @@ class RealNodeIT {
     }
 
     /**
+     * The downward API as the real kubelet gives a container its env: the values the local mode gives
+     * (LocalModeIT, docs/local-mode.md) come from the same rules — a CPU limit of 700m is 1 thread (rounded up),
+     * a memory request not set is the limit (the API server's defaulting), units by the divisor.
+     */
+    @Test
+    void theKubeletsDownwardApiGivesWhatTheLocalModeGives() {
+        String ns = install.namespace("downward");
+        submitT9k(ns, "downward", "", replica("master", "Never", """
+                command: [sh, -c, 'echo "pod=$POD_NAME ns=$NAMESPACE threads=$OMP_NUM_THREADS mem=$MEMORY cpu-request=$CPU_REQUEST mem-request=$MEMORY_REQUEST"']
+                resources: {requests: {cpu: 100m}, limits: {cpu: 700m, memory: 256Mi}}
+                env:
+                - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+                - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+                - {name: OMP_NUM_THREADS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+                - {name: MEMORY, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+                - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}
+                - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory, divisor: 1Mi}}}
+                """, ""));
+        awaitT9k(ns, "downward", JobPhase.Succeeded);
+        assertEquals("pod=downward-master-0 ns=" + ns + " threads=1 mem=256 cpu-request=100 mem-request=256",
+                logs(ns, "downward-master-0").strip());
+    }
+
+    /**
      * Kubeflow's OnFailure, restarting per replica (restart scope Replica, Kubeflow v1's behaviour): the
      * kubelet restarts the crashed container in place; each restart is counted once, `kubectl logs
      * --previous` shows the crash, and the replica's lastFailure in `status.tasks` has the real termination
