@@ -42,11 +42,12 @@ record ReplicaProcess(List<String> argv, Map<String, String> environment, Path w
                     : source.getConfigMapRef() != null ? "ConfigMap " + source.getConfigMapRef().getName() : "source";
             leftOut.add("envFrom: its " + object + " is not on this machine; its variables are left out");
         }
-        Map<String, String> env = environment(vars, jobOf(pod), source -> DownwardApi.of(source, pod, container, node), leftOut);
+        Function<EnvVarSource, DownwardApi.Resolved> valueFrom = source -> DownwardApi.of(source, pod, container, node);
+        Map<String, String> env = environment(vars, jobOf(pod), valueFrom, leftOut);
         List<String> argv = commandLine(container).stream().map(word -> expand(word, env)).toList();
         if (TorchrunOnOneHost.launches(argv)) {
-            Map<String, String> clusterEnv = environment(vars, null, source -> DownwardApi.of(source, pod, container, node),
-                    new ArrayList<>());
+            // torchrun's rendezvous is decided on the names as the cluster has them; what is left out is said above.
+            Map<String, String> clusterEnv = environment(vars, null, valueFrom, new ArrayList<>());
             List<String> clusterArgv = commandLine(container).stream().map(word -> expand(word, clusterEnv)).toList();
             argv = TorchrunOnOneHost.adapted(argv, clusterArgv, clusterEnv, podName);
         }
